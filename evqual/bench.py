@@ -1,0 +1,87 @@
+"""Benchmark functions behind ``scripts/bench.py`` (kept in the library so they are tested)."""
+
+from __future__ import annotations
+
+import os
+import platform
+import resource
+import time
+
+__all__ = ["bench_featurize", "tokenize_floor", "peak_rss_mb", "pin_one_core"]
+
+
+def pin_one_core() -> None:
+    """Restrict this process to one CPU (Linux); a no-op elsewhere."""
+    if hasattr(os, "sched_setaffinity"):
+        cpus = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, {cpus[0]})
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process in MiB."""
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss / 1024.0 if platform.system() != "Darwin" else rss / (1024.0 * 1024.0)
+
+
+def tokenize_floor(examples) -> float:
+    """Seconds to merely tokenize each example's query, context and output.
+
+    This is the floor any lexical method pays: evqual's tokenizer run once
+    over every text of every response, contexts included (no caching).
+    """
+    from .text import tokenize
+
+    start = time.perf_counter()
+    for ex in examples:
+        tokenize(ex.query)
+        tokenize(ex.context)
+        tokenize(ex.output)
+    return time.perf_counter() - start
+
+
+def bench_featurize(data=None, *, entity_backend: str = "regex", repeat: int = 3) -> dict:
+    """Featurize every response of ``data`` (default: the embedded sample) and time it.
+
+    Each timed run uses a fresh featurizer and context cache, so contexts are
+    indexed anew every run.  The best of ``repeat`` runs is reported, as is
+    the usual practice for timing (the minimum is the least disturbed run).
+
+    Returns
+    -------
+    dict
+        ``{"responses", "seconds", "responses_per_s", "peak_rss_mb",
+        "tokenize_floor_s", "floor_ratio", "entity_backend", "load_seconds",
+        "python", "platform"}``.
+    """
+    import warnings
+
+    from .data import load_data, sample_path
+    from .features import EvidenceFeaturizer
+
+    path = sample_path() if data is None else data
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        examples = load_data(path).examples
+    load_s = time.perf_counter() - t0
+    floor = min(tokenize_floor(examples) for _ in range(max(1, repeat)))
+    times = []
+    for _ in range(max(1, repeat)):
+        fz = EvidenceFeaturizer(entity_backend=entity_backend).fit(examples)
+        start = time.perf_counter()
+        fz.transform(examples)
+        times.append(time.perf_counter() - start)
+    best = min(times)
+    return {
+        "responses": len(examples),
+        "seconds": round(best, 4),
+        "responses_per_s": round(len(examples) / best, 1),
+        "peak_rss_mb": round(peak_rss_mb(), 1),
+        "tokenize_floor_s": round(floor, 4),
+        "floor_ratio": round(best / floor, 2) if floor > 0 else None,
+        "entity_backend": entity_backend,
+        "load_seconds": round(load_s, 3),
+        "all_runs_s": [round(t, 4) for t in times],
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }

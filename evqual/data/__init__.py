@@ -1,0 +1,53 @@
+"""Data layer: loaders, validation, record types, chunking and targets.
+
+>>> from evqual.data import load_data, sample_path
+>>> data = load_data(sample_path())
+>>> ex = data[0]
+>>> ex.task_type in ("QA", "Summary", "Data2txt"), len(ex.chunks) > 0
+(True, True)
+"""
+
+from ._chunking import TASK_QUERIES, chunk_context, derive_query, render_structured
+from ._frame import FRAME_COLUMNS, to_frame
+from ._loaders import (
+    EvqualDataWarning,
+    LoadResult,
+    default_ragtruth_path,
+    detect_layout,
+    load_data,
+    load_jsonl,
+    load_ragtruth,
+    load_table,
+)
+from ._make import make_example
+from ._records import Chunk, Example, Span
+from ._sample import load_sample, sample_path
+from ._targets import char_spans, kept_spans, merge_intervals, response_label, sentence_targets
+
+__all__ = [
+    "FRAME_COLUMNS",
+    "TASK_QUERIES",
+    "Chunk",
+    "EvqualDataWarning",
+    "Example",
+    "LoadResult",
+    "Span",
+    "char_spans",
+    "chunk_context",
+    "default_ragtruth_path",
+    "derive_query",
+    "detect_layout",
+    "kept_spans",
+    "load_data",
+    "load_jsonl",
+    "load_ragtruth",
+    "load_sample",
+    "load_table",
+    "make_example",
+    "merge_intervals",
+    "render_structured",
+    "response_label",
+    "sample_path",
+    "sentence_targets",
+    "to_frame",
+]

@@ -1,0 +1,123 @@
+"""Error codes, exceptions and the data-issue record shared by the whole package.
+
+Every problem evqual reports about *data* carries a stable code (``E1xx``), the
+file, the 1-based line (or row) number and the field it concerns, so that a
+user can fix the offending row without guessing.  Codes are never re-used.
+
+========  ==============================================================
+code      meaning
+========  ==============================================================
+E101      a line is not valid JSON, or not a JSON object
+E102      a required field is missing
+E103      a field has the wrong type or an invalid value
+E104      a hallucination span lies outside the response text
+E105      a span's ``text`` does not match ``response[start:end]``
+E106      a response refers to a ``source_id`` absent from source_info
+E107      the file or folder layout is not one evqual can read
+E108      an id occurs twice in one file
+E109      the file cannot be read (missing, permission, encoding)
+========  ==============================================================
+
+Parameter errors raise plain :class:`ValueError` / :class:`TypeError` with
+scikit-learn's wording ("The 'level' parameter of EvidenceFeaturizer must be
+...").  A missing optional dependency raises :class:`MissingDependencyError`
+with the ``pip install`` line that fixes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "DataIssue",
+    "EvqualDataError",
+    "MissingDependencyError",
+    "ERROR_CODES",
+]
+
+ERROR_CODES = {
+    "E101": "invalid JSON",
+    "E102": "missing field",
+    "E103": "invalid field value",
+    "E104": "span out of range",
+    "E105": "span text mismatch",
+    "E106": "unknown source_id",
+    "E107": "unsupported layout",
+    "E108": "duplicate id",
+    "E109": "unreadable file",
+}
+
+
+@dataclass(frozen=True)
+class DataIssue:
+    """One problem found in one row of an input file.
+
+    Attributes
+    ----------
+    code : str
+        Stable error code, a key of :data:`ERROR_CODES`.
+    file : str
+        Path of the file the row came from.
+    line : int or None
+        1-based line number (JSONL) or data row number (CSV/parquet, header
+        excluded); ``None`` when the issue concerns the whole file.
+    field : str or None
+        The offending field, dotted for nested fields (``labels[2].end``).
+    message : str
+        What is wrong, in words.
+    """
+
+    code: str
+    file: str
+    line: int | None
+    field: str | None
+    message: str
+
+    def __str__(self) -> str:
+        where = self.file
+        if self.line is not None:
+            where += f", line {self.line}"
+        if self.field:
+            where += f", field '{self.field}'"
+        return f"[{self.code}] {where}: {self.message}"
+
+    def to_dict(self) -> dict:
+        return {
+            "code": self.code,
+            "file": self.file,
+            "line": self.line,
+            "field": self.field,
+            "message": self.message,
+        }
+
+
+class EvqualDataError(ValueError):
+    """Raised for bad input data; carries every :class:`DataIssue` found.
+
+    In strict mode the loaders raise it at the first bad row; in the default
+    mode they collect issues and only raise when nothing usable was loaded.
+    """
+
+    def __init__(self, issues, *, n_ok: int | None = None):
+        self.issues = list(issues)
+        self.n_ok = n_ok
+        super().__init__(self._summary())
+
+    def _summary(self, max_shown: int = 5) -> str:
+        n = len(self.issues)
+        head = f"{n} bad row{'s' if n != 1 else ''}"
+        if self.n_ok is not None:
+            head += f" ({self.n_ok} good rows kept)"
+        shown = "\n".join(f"  {issue}" for issue in self.issues[:max_shown])
+        more = f"\n  ... and {n - max_shown} more" if n > max_shown else ""
+        return f"{head}:\n{shown}{more}" if n else head
+
+
+class MissingDependencyError(ImportError):
+    """An optional dependency is needed for the requested feature."""
+
+    def __init__(self, what: str, extra: str, package: str):
+        super().__init__(
+            f"{what} needs the optional package '{package}'. "
+            f'Install it with: pip install "evqual[{extra}]"'
+        )

@@ -1,0 +1,50 @@
+"""Evidence-quality features.
+
+The :class:`EvidenceFeaturizer` turns (query, context, output) examples into
+numeric rows.  Every feature has a stable, versioned name in :data:`FEATURES`
+(see :func:`describe_features` for the definitions and ranges), grouped in
+families that can be switched on and off.
+
+>>> from evqual.features import EvidenceFeaturizer, list_features
+>>> list_features(families=["number"])
+['number.count.v1', 'number.unsupported_count.v1', 'number.new_rate.v1', 'number.conflict.v1']
+"""
+
+from ._analysis import Analysis, SentenceEvidence, analyze, analyze_many
+from ._featurizer import EvidenceFeaturizer, InvalidParameterError, as_examples
+from ._lexical import ECS_WEIGHTS
+from ._registry import (
+    CONTENT_FAMILIES,
+    FAMILIES,
+    FEATURES,
+    FeatureSpec,
+    describe_features,
+    feature_spec,
+    list_features,
+    meta_feature_name,
+)
+from ._similarity import ContextCache, ContextIndex
+from ._surface import REFUSAL_PATTERN, is_refusal
+
+__all__ = [
+    "CONTENT_FAMILIES",
+    "ECS_WEIGHTS",
+    "FAMILIES",
+    "FEATURES",
+    "REFUSAL_PATTERN",
+    "Analysis",
+    "ContextCache",
+    "ContextIndex",
+    "EvidenceFeaturizer",
+    "FeatureSpec",
+    "InvalidParameterError",
+    "SentenceEvidence",
+    "analyze",
+    "analyze_many",
+    "as_examples",
+    "describe_features",
+    "feature_spec",
+    "is_refusal",
+    "list_features",
+    "meta_feature_name",
+]

@@ -1,0 +1,151 @@
+"""One pass over an example that computes every content feature and keeps the evidence.
+
+:func:`analyze` returns an :class:`Analysis`: response-level and
+sentence-level feature values plus what an explanation needs (sentence
+offsets, nearest chunk, unsupported numbers and entities).  The featurizer
+turns analyses into matrices; explanations read them directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..text import split_sentences
+from ._drift import drift_response, drift_sentence, number_conflicts, sentence_entities, sentence_numbers
+from ._lexical import (
+    chain_features,
+    coverage_features,
+    ecs,
+    semantic_features,
+    sentence_lexical,
+    support_features,
+)
+from ._similarity import ContextCache, split_tokens
+from ._surface import length_response, length_sentence, refusal_response, refusal_sentence, task_features
+
+__all__ = ["Analysis", "SentenceEvidence", "analyze", "analyze_many"]
+
+
+@dataclass
+class SentenceEvidence:
+    """What the analysis found for one output sentence."""
+
+    start: int
+    end: int
+    nearest_chunk: int
+    unsupported_numbers: list = field(default_factory=list)
+    unsupported_entities: list = field(default_factory=list)
+    novel_tokens: list = field(default_factory=list)
+    refusal: bool = False
+
+
+@dataclass
+class Analysis:
+    """Features and evidence of one example.
+
+    Attributes
+    ----------
+    response : dict
+        Response-level feature name to value (content families).
+    sentence : dict
+        Sentence-level feature name to an array over sentences.
+    sentences : list of SentenceEvidence
+    """
+
+    response: dict
+    sentence: dict
+    sentences: list
+
+
+def analyze(example, entities, cache: ContextCache | None = None) -> Analysis:
+    """Analyse one example.
+
+    Parameters
+    ----------
+    example : Example
+    entities : list of Entity or None
+        Entity mentions of ``example.output`` from the featurizer's backend;
+        ``None`` skips the entity family (its features are 0).
+    cache : ContextCache, optional
+        Re-uses context indexes across examples.
+    """
+    cache = cache if cache is not None else ContextCache(maxsize=1)
+    index = cache.get(example)
+    output = example.output
+    sentences = split_sentences(output)
+    sent_tokens, sent_all = [], []
+    for s, e in sentences:
+        toks, n_all = split_tokens(output[s:e])
+        sent_tokens.append(toks)
+        sent_all.append(n_all)
+    match = index.match(sent_tokens)
+
+    out_toks, n_out = split_tokens(output)
+    q_toks, n_query = split_tokens(example.query or "")
+    out_set, q_set = set(out_toks), set(q_toks)
+
+    numbers, unsup_numbers = sentence_numbers(output, sentences, index)
+    conflicts = number_conflicts(unsup_numbers, numbers, match.nearest, index)
+    if entities is None:
+        ents = [[] for _ in sentences]
+        unsup_ents = [[] for _ in sentences]
+    else:
+        ents, unsup_ents = sentence_entities(entities, sentences, index.vocab)
+    drift_s = drift_sentence(numbers, unsup_numbers, conflicts, ents, unsup_ents)
+    refusal = refusal_sentence(output, sentences)
+    ecs_values = ecs(match, drift_s["sent.number.new_rate.v1"], drift_s["sent.entity.unsupported_rate.v1"])
+
+    response: dict = {}
+    cov = coverage_features(out_set, q_set, index.vocab)
+    response.update(cov)
+    response.update(support_features(match))
+    response.update(semantic_features(match, cov["coverage.output_context.v1"]))
+    response.update(chain_features(match, ecs_values))
+    response.update(drift_response(drift_s))
+    response.update(refusal_response(refusal))
+    response.update(length_response(n_out, index.n_tokens, n_query, len(sentences), index.n_chunks))
+    response.update(task_features(example.task_type))
+
+    n = len(sentences)
+    sentence: dict = {}
+    sentence.update(sentence_lexical(match, ecs_values))
+    sentence.update(drift_s)
+    sentence["sent.refusal.v1"] = refusal
+    sentence.update(length_sentence(np.asarray(sent_all, dtype=np.float64), index.n_chunks))
+    for name, value in task_features(example.task_type, prefix="sent.").items():
+        sentence[name] = np.full(n, value)
+
+    evidence = [
+        SentenceEvidence(
+            start=s,
+            end=e,
+            nearest_chunk=int(match.nearest[i]),
+            unsupported_numbers=unsup_numbers[i],
+            unsupported_entities=unsup_ents[i],
+            novel_tokens=match.novel_tokens[i],
+            refusal=bool(refusal[i]),
+        )
+        for i, (s, e) in enumerate(sentences)
+    ]
+    return Analysis(response=response, sentence=sentence, sentences=evidence)
+
+
+def analyze_many(examples, extractor=None, cache: ContextCache | None = None, progress=None,
+                 batch_size: int = 256):
+    """Analyse examples in order; entities come from ``extractor`` batch by batch."""
+    examples = list(examples)
+    cache = cache if cache is not None else ContextCache()
+    out = []
+    for b in range(0, len(examples), batch_size):
+        batch = examples[b:b + batch_size]
+        if extractor is not None:
+            entities = extractor.extract_batch([ex.output for ex in batch])
+        else:
+            entities = [None] * len(batch)
+        for ex, ents in zip(batch, entities):
+            out.append(analyze(ex, ents, cache))
+        if progress is not None:
+            progress(len(out))
+    return out

@@ -1,0 +1,102 @@
+"""Families ``number`` and ``entity``: details of the output absent from the evidence.
+
+* A **number** mention is *unsupported* when its value (scale applied, see
+  :mod:`evqual.text._numbers`) is not among the context's number values.
+* A sentence has a **numeric conflict** when it has an unsupported number and
+  its nearest chunk holds a number value the sentence does not mention (the
+  pattern of "69 million" against a chunk saying "67 million").
+* An **entity** mention is *unsupported* when one of its content tokens is not
+  a content token of the context (case-insensitive).  Mentions with no content
+  token are ignored.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..text import extract_numbers
+from ._similarity import split_tokens
+
+
+def sentence_numbers(output: str, sentences, index):
+    """Per sentence: (mentions, unsupported mentions)."""
+    mentions = extract_numbers(output)
+    per = [[] for _ in sentences]
+    _assign(mentions, sentences, per)
+    unsup = [[m for m in ms if m.value not in index.numbers] for ms in per]
+    return per, unsup
+
+
+def sentence_entities(entities, sentences, vocab):
+    """Per sentence: (mentions with content tokens, unsupported mentions)."""
+    per = [[] for _ in sentences]
+    kept = []
+    for e in entities:
+        toks, _ = split_tokens(e.text)
+        if toks:
+            kept.append((e, toks))
+    _assign(kept, sentences, per, key=lambda item: item[0].start)
+    mentions = [[e for e, _ in items] for items in per]
+    unsup = [[e for e, toks in items if any(t not in vocab for t in toks)] for items in per]
+    return mentions, unsup
+
+
+def _assign(items, sentences, per, key=lambda m: m.start):
+    """Put each item in the sentence containing its start (or the closest before it)."""
+    if not sentences:
+        return
+    starts = [s for s, _ in sentences]
+    import bisect
+
+    for item in items:
+        i = bisect.bisect_right(starts, key(item)) - 1
+        per[max(i, 0)].append(item)
+
+
+def number_conflicts(unsup_numbers, numbers, nearest, index) -> np.ndarray:
+    out = np.zeros(len(unsup_numbers))
+    for i, unsup in enumerate(unsup_numbers):
+        k = int(nearest[i]) if len(nearest) else -1
+        if unsup and k >= 0:
+            mentioned = {m.value for m in numbers[i]} | {m.raw_value for m in numbers[i]}
+            if index.chunk_numbers(k) - mentioned:
+                out[i] = 1.0
+    return out
+
+
+def _rate(unsup: np.ndarray, total: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(total > 0, unsup / np.where(total > 0, total, 1.0), 0.0)
+
+
+def drift_sentence(numbers, unsup_numbers, conflicts, entities, unsup_entities) -> dict:
+    n_num = np.array([len(x) for x in numbers], dtype=np.float64)
+    u_num = np.array([len(x) for x in unsup_numbers], dtype=np.float64)
+    n_ent = np.array([len(x) for x in entities], dtype=np.float64)
+    u_ent = np.array([len(x) for x in unsup_entities], dtype=np.float64)
+    return {
+        "sent.number.count.v1": n_num,
+        "sent.number.unsupported_count.v1": u_num,
+        "sent.number.new_rate.v1": _rate(u_num, n_num),
+        "sent.number.conflict.v1": conflicts,
+        "sent.entity.count.v1": n_ent,
+        "sent.entity.unsupported_count.v1": u_ent,
+        "sent.entity.unsupported_rate.v1": _rate(u_ent, n_ent),
+    }
+
+
+def drift_response(sent: dict) -> dict:
+    n_num = float(sent["sent.number.count.v1"].sum())
+    u_num = float(sent["sent.number.unsupported_count.v1"].sum())
+    n_ent = float(sent["sent.entity.count.v1"].sum())
+    u_ent = float(sent["sent.entity.unsupported_count.v1"].sum())
+    conflict = sent["sent.number.conflict.v1"]
+    return {
+        "entity.count.v1": n_ent,
+        "entity.unsupported_count.v1": u_ent,
+        "entity.unsupported_rate.v1": u_ent / n_ent if n_ent else 0.0,
+        "number.count.v1": n_num,
+        "number.unsupported_count.v1": u_num,
+        "number.new_rate.v1": u_num / n_num if n_num else 0.0,
+        "number.conflict.v1": float(conflict.max()) if len(conflict) else 0.0,
+    }

@@ -1,0 +1,87 @@
+"""Families ``refusal``, ``length`` and ``task``.
+
+Refusal wording is matched by :data:`REFUSAL_PATTERN` (case-insensitive):
+"unable to answer", "I'm sorry", "cannot be determined", "the passages do
+not mention", "no information about", "not provided in", and similar.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from ._registry import TASKS
+
+REFUSAL_PATTERN = (
+    r"\b(?:unable to (?:answer|provide|determine|find|say|give)"
+    r"|(?:i am|i'm|i’m) (?:sorry|afraid|not able)"
+    r"|(?:cannot|can't|can’t|could not|couldn't) (?:be )?(?:answer|answered|determine|determined|provide|find|say)"
+    r"|(?:do|does|did) not (?:provide|contain|mention|include|specify|state|say|give|offer|discuss)"
+    r"|(?:don't|doesn't|didn't|don’t|doesn’t|didn’t) (?:provide|contain|mention|include|specify|state|say|give)"
+    r"|(?:is|are|was|were) not (?:mentioned|provided|specified|stated|given|available|included)"
+    r"|no (?:information|mention|details?|data) (?:about|on|regarding|is|was|provided|given|available)"
+    r"|not (?:enough|sufficient) information"
+    r"|insufficient information"
+    r"|not possible to (?:answer|determine|say))"
+)
+_REFUSAL_RE = re.compile(REFUSAL_PATTERN, re.IGNORECASE)
+
+_TASK_NAMES = {t: f"task.{t.lower()}.v1" for t in TASKS}
+
+
+def is_refusal(text: str) -> bool:
+    """Whether ``text`` uses refusal wording.
+
+    >>> is_refusal("Unable to answer based on given passages."), is_refusal("Paris is big.")
+    (True, False)
+    """
+    return _REFUSAL_RE.search(text) is not None
+
+
+def refusal_sentence(output: str, sentences) -> np.ndarray:
+    flags = np.zeros(len(sentences))
+    if not sentences:
+        return flags
+    for m in _REFUSAL_RE.finditer(output):
+        for i, (s, e) in enumerate(sentences):
+            if s <= m.start() and m.end() <= e:
+                flags[i] = 1.0
+                break
+    return flags
+
+
+def refusal_response(flags: np.ndarray) -> dict:
+    if not len(flags):
+        return {"refusal.any.v1": 0.0, "refusal.rate.v1": 0.0}
+    return {"refusal.any.v1": float(flags.max()), "refusal.rate.v1": float(flags.mean())}
+
+
+def task_features(task_type: str | None, prefix: str = "") -> dict:
+    out = {f"{prefix}{name}": 0.0 for name in _TASK_NAMES.values()}
+    if task_type in _TASK_NAMES:
+        out[f"{prefix}{_TASK_NAMES[task_type]}"] = 1.0
+    return out
+
+
+def length_response(n_out: int, n_ctx: int, n_query: int, n_sent: int, n_chunks: int) -> dict:
+    return {
+        "length.output_tokens.v1": float(n_out),
+        "length.context_tokens.v1": float(n_ctx),
+        "length.query_tokens.v1": float(n_query),
+        "length.output_context_ratio.v1": n_out / max(1, n_ctx),
+        "length.sentences.v1": float(n_sent),
+        "length.mean_sentence_tokens.v1": n_out / max(1, n_sent),
+        "length.chunks.v1": float(n_chunks),
+    }
+
+
+def length_sentence(sent_all_tokens: np.ndarray, n_chunks: int) -> dict:
+    n = len(sent_all_tokens)
+    pos = np.arange(n, dtype=np.float64) / max(1, n - 1)
+    return {
+        "sent.length.tokens.v1": sent_all_tokens.astype(np.float64),
+        "sent.length.position.v1": pos,
+        "sent.length.sentences.v1": np.full(n, float(n)),
+        "sent.length.chunks.v1": np.full(n, float(n_chunks)),
+    }

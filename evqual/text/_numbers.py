@@ -1,0 +1,162 @@
+"""Number extraction and normalisation.
+
+A number mention is a run of digits with optional thousands separators and
+decimals, an optional leading currency symbol, an optional trailing percent
+sign (or the word ``percent``) and an optional scale word (``thousand``,
+``million``, ``billion``, ``trillion``, ``bn``).  Its *value* is a canonical
+decimal string, so that these compare equal:
+
+==========================  ==========
+mention                     value
+==========================  ==========
+``1,600`` / ``1600``        ``1600``
+``3.0`` / ``3``             ``3``
+``$23.70`` / ``23.7``       ``23.7``
+``16%`` / ``16 percent``    ``16`` (unit ``%``)
+``67 million``              ``67000000``
+==========================  ==========
+
+Digits inside times and dates are separate mentions (``17:30`` gives 17 and
+30; ``2022-01-09`` gives 2022, 1 and 9).  Spelled-out numbers (``three``)
+are *not* extracted from outputs, because words like "one" are mostly not
+quantities; :func:`context_number_values` does add them to the evidence
+inventory, so an output that writes ``3`` where the context says ``three``
+is not called unsupported.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+__all__ = ["NumberMention", "extract_numbers", "normalize_number", "context_number_values"]
+
+_SCALES = {
+    "thousand": Decimal(1_000),
+    "million": Decimal(1_000_000),
+    "mn": Decimal(1_000_000),
+    "billion": Decimal(1_000_000_000),
+    "bn": Decimal(1_000_000_000),
+    "trillion": Decimal(1_000_000_000_000),
+}
+
+_NUMBER_RE = re.compile(
+    r"(?<![\w.,])"
+    r"(?P<cur>[$\u20ac\u00a3\u00a5])?\s?"
+    r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
+    r"(?P<pct>\s?%|\s?percent\b)?"
+    r"(?:\s?(?P<scale>thousand|million|billion|trillion|bn|mn)\b)?",
+    re.IGNORECASE,
+)
+
+_WORD_NUMBERS = {
+    w: str(i)
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen "
+        "fourteen fifteen sixteen seventeen eighteen nineteen twenty".split()
+    )
+}
+_WORD_NUMBERS.update({"thirty": "30", "forty": "40", "fifty": "50", "sixty": "60",
+                      "seventy": "70", "eighty": "80", "ninety": "90", "hundred": "100",
+                      "dozen": "12", "half": "0.5"})
+_WORD_RE = re.compile(r"\b(" + "|".join(_WORD_NUMBERS) + r")\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class NumberMention:
+    """A number found in text.
+
+    Attributes
+    ----------
+    start, end : int
+        Character offsets of the whole mention (currency to scale word).
+    text : str
+        The mention as written.
+    value : str
+        Canonical decimal value, scale applied (see module docstring).
+    raw_value : str
+        Canonical value of the digits alone, scale not applied.
+    unit : str
+        ``"%"``, a currency symbol, or ``""``.
+    """
+
+    start: int
+    end: int
+    text: str
+    value: str
+    raw_value: str
+    unit: str
+
+
+def normalize_number(digits: str, scale: str | None = None) -> str:
+    """Canonical decimal string for ``digits`` (commas allowed) times ``scale``.
+
+    Examples
+    --------
+    >>> normalize_number("1,600"), normalize_number("3.0"), normalize_number("23.70")
+    ('1600', '3', '23.7')
+    >>> normalize_number("67", "million")
+    '67000000'
+    """
+    try:
+        d = Decimal(digits.replace(",", ""))
+    except InvalidOperation:  # pragma: no cover - the regex only passes digits
+        return digits
+    if scale:
+        d *= _SCALES[scale.lower()]
+    d = d.normalize()
+    s = format(d, "f")
+    if "." in s:
+        s = s.rstrip("0").rstrip(".")
+    return s or "0"
+
+
+def extract_numbers(text: str) -> list[NumberMention]:
+    """Every number mention in ``text``, in order.
+
+    Examples
+    --------
+    >>> [(m.value, m.unit) for m in extract_numbers("It costs $23.70, up 16% from 1,600.")]
+    [('23.7', '$'), ('16', '%'), ('1600', '')]
+    """
+    out = []
+    for m in _NUMBER_RE.finditer(text):
+        num = m.group("num")
+        scale = m.group("scale")
+        unit = "%" if m.group("pct") else (m.group("cur") or "")
+        end = m.end()
+        # the regex may swallow a trailing space before a scale that did not match
+        while end > m.start() and text[end - 1].isspace():
+            end -= 1
+        out.append(
+            NumberMention(
+                start=m.start(),
+                end=end,
+                text=text[m.start():end],
+                value=normalize_number(num, scale),
+                raw_value=normalize_number(num),
+                unit=unit,
+            )
+        )
+    return out
+
+
+def context_number_values(text: str) -> set[str]:
+    """Values that count as *present* in an evidence text.
+
+    Contains each mention's scaled and unscaled value plus spelled-out
+    numbers from "zero" to "twenty", the tens, "hundred", "dozen", "half".
+
+    Examples
+    --------
+    >>> sorted(context_number_values("three of 67 million"))
+    ['3', '67', '67000000']
+    """
+    values: set[str] = set()
+    for m in extract_numbers(text):
+        values.add(m.value)
+        values.add(m.raw_value)
+    for w in _WORD_RE.findall(text):
+        values.add(_WORD_NUMBERS[w.lower()])
+    return values

@@ -1,0 +1,116 @@
+"""Deterministic sentence segmentation with character offsets.
+
+Rules (applied in this order, no model involved):
+
+1. A run of line breaks always ends a sentence.
+2. ``.``, ``!`` or ``?`` (possibly repeated, possibly followed by closing
+   quotes or brackets) followed by white space ends a sentence, unless
+
+   * the word before the period is a known abbreviation (``Mr``, ``Dr``,
+     ``Gov``, ``U.S``, ``e.g``, ``approx``, month abbreviations ...) or a
+     single letter (an initial such as ``J. K. Rowling``), or
+   * the text since the last boundary is only a list marker (``1.``,
+     ``a)``), or
+   * the next visible character is a lower-case letter.
+
+3. Segments are stripped of surrounding white space; a segment with no
+   letter or digit (``"..."``, ``"-"``) is not a sentence.
+
+The result is a list of ``(start, end)`` offsets with
+``text[start:end]`` the sentence, in order and non-overlapping.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+__all__ = ["split_sentences", "ABBREVIATIONS"]
+
+ABBREVIATIONS = frozenset(
+    """mr mrs ms dr prof gov sen rep st jr sr vs etc eg ie e.g i.e u.s u.k u.n
+    no nos inc ltd co corp mt ft approx est dept univ fig figs vol jan feb mar
+    apr jun jul aug sep sept oct nov dec a.m p.m am pm ca cf al gen col lt sgt
+    capt cmdr adm pres rev hon ave blvd rd hwy""".split()
+)
+
+_BOUNDARY_RE = re.compile(r"\n\s*|[.!?]+[\"'\u201d\u2019)\]]*\s+")
+_ALNUM_RE = re.compile(r"[^\W_]")
+_WORD_BEFORE_RE = re.compile(r"([\w.]+)$")
+_LIST_MARKER_RE = re.compile(r"^\s*(?:\d{1,3}|[A-Za-z]|[ivxIVX]{1,4})[.)]?$")
+
+
+def _is_false_stop(text: str, seg_start: int, punct_pos: int, next_pos: int) -> bool:
+    """True when the period at ``punct_pos`` does not end a sentence."""
+    if text[punct_pos] != ".":
+        return False
+    before = text[seg_start:punct_pos]
+    if _LIST_MARKER_RE.match(before):
+        return True
+    m = _WORD_BEFORE_RE.search(before)
+    if m:
+        word = m.group(1).lower().strip(".")
+        if word in ABBREVIATIONS or (len(word) == 1 and word.isalpha()):
+            return True
+    if next_pos < len(text) and text[next_pos].islower():
+        return True
+    return False
+
+
+def split_sentences(text: str) -> list[tuple[int, int]]:
+    """Split ``text`` into sentences; return their ``(start, end)`` offsets.
+
+    Parameters
+    ----------
+    text : str
+        Any text; empty or white-space-only text has no sentence.
+
+    Returns
+    -------
+    list of (int, int)
+        Character offsets, ordered and non-overlapping; each slice is
+        stripped and contains at least one letter or digit.
+
+    Examples
+    --------
+    >>> text = "Gov. Asa Hutchinson spoke. He said no!\\nNext line"
+    >>> [text[s:e] for s, e in split_sentences(text)]
+    ['Gov. Asa Hutchinson spoke.', 'He said no!', 'Next line']
+    """
+    if len(text) > _CACHE_MAX_CHARS:
+        return _split(text)
+    return list(_split_cached(text))
+
+
+_CACHE_MAX_CHARS = 20_000  # outputs are split twice (features, entities); cache only short texts
+
+
+@lru_cache(maxsize=2048)
+def _split_cached(text: str) -> tuple[tuple[int, int], ...]:
+    return tuple(_split(text))
+
+
+def _split(text: str) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    seg_start = 0
+    for m in _BOUNDARY_RE.finditer(text):
+        if text[m.start()] != "\n" and _is_false_stop(text, seg_start, m.start(), m.end()):
+            continue
+        # keep the punctuation (and closing quotes) with the sentence
+        end = m.start()
+        if text[m.start()] != "\n":
+            end = m.start() + len(m.group().rstrip())
+        _add(text, seg_start, end, spans)
+        seg_start = m.end()
+    _add(text, seg_start, len(text), spans)
+    return spans
+
+
+def _add(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> None:
+    seg = text[start:end]
+    stripped = seg.strip()
+    if not stripped or not _ALNUM_RE.search(stripped):
+        return
+    lead = len(seg) - len(seg.lstrip())
+    s = start + lead
+    spans.append((s, s + len(stripped)))

@@ -1,0 +1,45 @@
+"""Speed and memory benchmarks (run by hand; numbers go to docs/RESULTS.md).
+
+    python scripts/bench.py featurize --data ../shared/data/ragtruth --json bench_featurize.json
+    python scripts/bench.py featurize --data ../shared/data/ragtruth --entity-backend spacy --json b.json
+
+The benchmark pins itself to one CPU core and one BLAS thread; the logic lives
+in :mod:`evqual.bench`, this script only parses arguments.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import sys  # noqa: E402
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="evqual benchmarks (one core)")
+    sub = ap.add_subparsers(dest="command", required=True)
+    fz = sub.add_parser("featurize", help="featurize every response of a dataset on one process")
+    fz.add_argument("--data", default=None, help="dataset path (default: the embedded sample)")
+    fz.add_argument("--json", required=True, help="where to write the result JSON")
+    fz.add_argument("--entity-backend", choices=["regex", "spacy"], default="regex")
+    fz.add_argument("--repeat", type=int, default=3, help="timed runs; the best is reported (default 3)")
+    args = ap.parse_args(argv)
+
+    from evqual.bench import bench_featurize, pin_one_core
+
+    pin_one_core()
+    result = bench_featurize(args.data, entity_backend=args.entity_backend, repeat=args.repeat)
+    with open(args.json, "w", encoding="utf-8") as fh:
+        json.dump(result, fh, indent=2)
+        fh.write("\n")
+    json.dump(result, sys.stdout, indent=2)
+    print()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
