@@ -9,6 +9,7 @@ turns analyses into matrices; explanations read them directly.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -28,6 +29,12 @@ from ._surface import length_response, length_sentence, refusal_response, refusa
 __all__ = ["Analysis", "SentenceEvidence", "analyze", "analyze_many"]
 
 
+@lru_cache(maxsize=4096)
+def _query_tokens(query: str):
+    """Queries repeat across responses to one source; tokenize each once."""
+    return split_tokens(query)
+
+
 @dataclass
 class SentenceEvidence:
     """What the analysis found for one output sentence."""
@@ -37,11 +44,9 @@ class SentenceEvidence:
     nearest_chunk: int
     unsupported_numbers: list = field(default_factory=list)
     unsupported_entities: list = field(default_factory=list)
-    novel_tokens: list = field(default_factory=list)
     refusal: bool = False
 
 
-@dataclass
 class Analysis:
     """Features and evidence of one example.
 
@@ -52,11 +57,34 @@ class Analysis:
     sentence : dict
         Sentence-level feature name to an array over sentences.
     sentences : list of SentenceEvidence
+        Built on first access (the feature matrix does not need it).
     """
 
-    response: dict
-    sentence: dict
-    sentences: list
+    __slots__ = ("response", "sentence", "match", "_parts", "_sentences")
+
+    def __init__(self, response: dict, sentence: dict, match, parts):
+        self.response = response
+        self.sentence = sentence
+        self.match = match
+        self._parts = parts
+        self._sentences = None
+
+    @property
+    def sentences(self) -> list:
+        if self._sentences is None:
+            offsets, unsup_numbers, unsup_ents, refusal = self._parts
+            nearest = self.match.nearest.tolist()
+            self._sentences = [
+                SentenceEvidence(start=s, end=e, nearest_chunk=nearest[i],
+                                 unsupported_numbers=unsup_numbers[i], unsupported_entities=unsup_ents[i],
+                                 refusal=bool(refusal[i]))
+                for i, (s, e) in enumerate(offsets)
+            ]
+        return self._sentences
+
+    def novel_tokens(self, i: int) -> list[str]:
+        """Content tokens of sentence ``i`` absent from the whole context."""
+        return self.match.novel_tokens[i]
 
 
 def analyze(example, entities, cache: ContextCache | None = None) -> Analysis:
@@ -82,9 +110,12 @@ def analyze(example, entities, cache: ContextCache | None = None) -> Analysis:
         sent_all.append(n_all)
     match = index.match(sent_tokens)
 
-    out_toks, n_out = split_tokens(output)
-    q_toks, n_query = split_tokens(example.query or "")
-    out_set, q_set = set(out_toks), set(q_toks)
+    # every letter/digit of the output lies in some sentence, so the output's
+    # tokens are exactly the sentences' tokens
+    out_set = set().union(*sent_tokens) if sent_tokens else set()
+    n_out = sum(sent_all)
+    q_toks, n_query = _query_tokens(example.query or "")
+    q_set = set(q_toks)
 
     numbers, unsup_numbers = sentence_numbers(output, sentences, index)
     conflicts = number_conflicts(unsup_numbers, numbers, match.nearest, index)
@@ -117,19 +148,7 @@ def analyze(example, entities, cache: ContextCache | None = None) -> Analysis:
     for name, value in task_features(example.task_type, prefix="sent.").items():
         sentence[name] = np.full(n, value)
 
-    evidence = [
-        SentenceEvidence(
-            start=s,
-            end=e,
-            nearest_chunk=int(match.nearest[i]),
-            unsupported_numbers=unsup_numbers[i],
-            unsupported_entities=unsup_ents[i],
-            novel_tokens=match.novel_tokens[i],
-            refusal=bool(refusal[i]),
-        )
-        for i, (s, e) in enumerate(sentences)
-    ]
-    return Analysis(response=response, sentence=sentence, sentences=evidence)
+    return Analysis(response, sentence, match, (sentences, unsup_numbers, unsup_ents, refusal))
 
 
 def analyze_many(examples, extractor=None, cache: ContextCache | None = None, progress=None,

