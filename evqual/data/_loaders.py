@@ -495,6 +495,8 @@ def _parse_literal(value):
     """A JSON (or Python-literal) string to an object; other values unchanged."""
     if not isinstance(value, str):
         return value
+    if not value.strip():
+        return None
     try:
         return json.loads(value)
     except ValueError:
@@ -565,7 +567,8 @@ def load_table(path, *, strict: bool = False, warn: bool = True) -> LoadResult:
                 except (ValueError, SyntaxError):
                     col.add("E103", path, row_no, "hallucination_labels", "not a JSON list of spans")
                     raise _RowError from None
-                obj["spans"] = labels
+                if labels is not None:
+                    obj["spans"] = labels
             label = raw.get("label")
             if label is None and raw.get("hallucination_labels_processed") is not None:
                 try:

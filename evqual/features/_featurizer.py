@@ -163,7 +163,7 @@ class EvidenceFeaturizer(TransformerMixin, BaseEstimator):
     >>> X = [{"query": "Where is Paris?", "context": ["Paris is the capital of France."],
     ...       "output": "Paris is the capital of France, with 9 million people.", "task_type": "QA"}]
     >>> fz = EvidenceFeaturizer().fit(X)
-    >>> row = dict(zip(fz.get_feature_names_out(), fz.transform(X)[0]))
+    >>> row = dict(zip(fz.get_feature_names_out(), fz.transform(X)[0].tolist()))
     >>> row["number.unsupported_count.v1"], row["task.qa.v1"]
     (1.0, 1.0)
     """
@@ -247,7 +247,10 @@ class EvidenceFeaturizer(TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self, "feature_names_out_")
         examples = as_examples(X)
-        extractor = make_entity_extractor(self.entity_backend_) if "entity" in self.families_ else None
+        # the Evidence-Chain Score uses entity support, so the chain family needs entities too:
+        # a feature's value never depends on which other families are selected
+        needs_entities = "entity" in self.families_ or "chain" in self.families_
+        extractor = make_entity_extractor(self.entity_backend_) if needs_entities else None
         return examples, analyze_many(examples, extractor, ContextCache(), progress)
 
     def transform(self, X):

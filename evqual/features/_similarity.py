@@ -155,9 +155,9 @@ class ContextIndex:
 
         Examples
         --------
-        >>> idx = ContextIndex(["paris is in france", "berlin is in germany"])
+        >>> idx = ContextIndex(["paris is in france", "berlin is in germany", "rome is in italy"])
         >>> idx.bm25_scores(["paris"]).round(3).tolist()
-        [0.074, 0.0]
+        [0.511, 0.0, 0.0]
         """
         scores = np.zeros(self.n_chunks)
         if not self.n_chunks:

