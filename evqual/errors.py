@@ -65,6 +65,9 @@ class DataIssue:
         The offending field, dotted for nested fields (``labels[2].end``).
     message : str
         What is wrong, in words.
+    unit : str
+        ``"line"`` for JSONL files, ``"row"`` for tables (data rows counted
+        from 1, header excluded).
     """
 
     code: str
@@ -72,11 +75,12 @@ class DataIssue:
     line: int | None
     field: str | None
     message: str
+    unit: str = "line"
 
     def __str__(self) -> str:
         where = self.file
         if self.line is not None:
-            where += f", line {self.line}"
+            where += f", {self.unit} {self.line}"
         if self.field:
             where += f", field '{self.field}'"
         return f"[{self.code}] {where}: {self.message}"
@@ -88,6 +92,7 @@ class DataIssue:
             "line": self.line,
             "field": self.field,
             "message": self.message,
+            "unit": self.unit,
         }
 
 

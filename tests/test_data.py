@@ -277,6 +277,7 @@ def test_table_bad_row_names_row_and_field(tmp_path):
     assert len(data) == 1
     assert (data.issues[0].code, data.issues[0].line, data.issues[0].field) == (
         "E104", 2, "hallucination_labels[0].start/end")
+    assert "t.csv, row 2, field 'hallucination_labels[0].start/end'" in str(data.issues[0])
 
 
 # ------------------------------------------------------------------ dispatch, frames, targets

@@ -114,12 +114,13 @@ class LoadResult:
 class _Collector:
     """Collects issues; raises at the first one in strict mode."""
 
-    def __init__(self, strict: bool):
+    def __init__(self, strict: bool, unit: str = "line"):
         self.strict = strict
+        self.unit = unit
         self.issues: list[DataIssue] = []
 
     def add(self, code, file, line, fld, message):
-        issue = DataIssue(code, str(file), line, fld, message)
+        issue = DataIssue(code, str(file), line, fld, message, self.unit)
         self.issues.append(issue)
         if self.strict:
             raise EvqualDataError([issue])
@@ -425,7 +426,10 @@ def load_jsonl(path, *, strict: bool = False, warn: bool = True) -> LoadResult:
     return _finish(LoadResult(examples, col.issues, "jsonl", [str(path)]), warn)
 
 
-def _generic_row(obj: dict, path: Path, line: int, col: _Collector, *, spans_field: str = "spans") -> Example:
+def _generic_row(obj: dict, path: Path, line: int, col: _Collector, *, spans_field: str = "spans",
+                 where: str = "") -> Example:
+    """One generic row to an Example; ``where`` is the row's name in ids and origins ("row 3")."""
+    where = where or f"{line}"
     task = _get(obj, "task_type", (str,), col, path, line, required=False, nullable=True)
     query = _get(obj, "query", (str,), col, path, line, nullable=True)
     context = _get(obj, "context", (str, list, dict), col, path, line)
@@ -455,7 +459,7 @@ def _generic_row(obj: dict, path: Path, line: int, col: _Collector, *, spans_fie
     if label is None and spans is not None:
         label = int(bool(spans))
     return Example(
-        id=str(rid) if rid is not None else f"{path.stem}:{line}",
+        id=str(rid) if rid is not None else f"{path.stem}:{where}",
         query=query if query is not None else derive_query(task),
         context=text,
         output=output,
@@ -468,7 +472,7 @@ def _generic_row(obj: dict, path: Path, line: int, col: _Collector, *, spans_fie
         quality=quality,
         spans=spans,
         label=int(label) if label is not None else None,
-        origin=f"{path}:{line}",
+        origin=f"{path}:{where}",
     )
 
 
@@ -528,7 +532,7 @@ def load_table(path, *, strict: bool = False, warn: bool = True) -> LoadResult:
     import pandas as pd
 
     path = Path(path)
-    col = _Collector(strict)
+    col = _Collector(strict, unit="row")
     if not path.is_file():
         col.add("E109", path, None, None, "file not found")
         raise EvqualDataError(col.issues, n_ok=0)
@@ -582,29 +586,15 @@ def load_table(path, *, strict: bool = False, warn: bool = True) -> LoadResult:
                 label = int(any(bool(v) for v in processed.values()))
             if label is not None:
                 obj["label"] = int(label) if isinstance(label, (int, float, bool)) else label
-            ex = _generic_row(obj, path, row_no, col, spans_field="hallucination_labels")
+            ex = _generic_row(obj, path, row_no, col, spans_field="hallucination_labels", where=f"row{row_no}")
         except _RowError:
             continue
-        if ex.id == f"{path.stem}:{row_no}":
-            ex = _replace_id(ex, f"{path.stem}:row{row_no}")
         if ex.id in seen:
             col.add("E108", path, row_no, "id", f"id {ex.id!r} already used on row {seen[ex.id]}")
             continue
         seen[ex.id] = row_no
-        examples.append(_replace_origin(ex, f"{path}:row {row_no}"))
+        examples.append(ex)
     return _finish(LoadResult(examples, col.issues, "table", [str(path)]), warn)
-
-
-def _replace_id(ex: Example, new_id: str) -> Example:
-    from dataclasses import replace
-
-    return replace(ex, id=new_id)
-
-
-def _replace_origin(ex: Example, origin: str) -> Example:
-    from dataclasses import replace
-
-    return replace(ex, origin=origin)
 
 
 # --------------------------------------------------------------------- dispatch
