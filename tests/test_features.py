@@ -220,3 +220,34 @@ def test_registry_names_are_versioned_and_unique():
         feature_spec("nope.v1")
     assert "support.min.v1" in describe_features()
     assert set(list_features("sentence")) <= set(FEATURES)
+
+
+# ------------------------------------------------------------------ large inputs
+def test_one_megabyte_context_featurizes_with_bounded_memory():
+    """A 1 MB context with a large vocabulary takes the sparse path and stays small."""
+    import random
+    import tracemalloc
+
+    rng = random.Random(0)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    vocab = ["".join(rng.choice(letters) for _ in range(rng.randint(4, 9))) for _ in range(40_000)]
+    sentences = []
+    size = 0
+    while size < 1_000_000:
+        s = " ".join(rng.choice(vocab) for _ in range(12)).capitalize() + f" {rng.randint(1, 9999)}."
+        sentences.append(s)
+        size += len(s) + 1
+    context = " ".join(sentences)
+    output = sentences[10] + " " + sentences[5000] + " Completely novel claim about Atlantis in 123456."
+    ex = make_example(query="q", context=context, output=output, task_type="Summary")
+    assert len(ex.context) >= 1_000_000
+    tracemalloc.start()
+    fz = EvidenceFeaturizer(level="sentence").fit([ex])
+    X = fz.transform([ex])
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert X.shape == (3, fz.n_features_out_) and np.isfinite(X).all()
+    names = list(fz.get_feature_names_out())
+    assert X[0, names.index("sent.chain.jaccard.v1")] == 1.0
+    assert X[2, names.index("sent.number.unsupported_count.v1")] == 1.0
+    assert peak < 400 * 2**20, f"peak {peak / 2**20:.0f} MiB"
