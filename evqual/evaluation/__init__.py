@@ -1,5 +1,24 @@
-"""Evaluation helpers (the evaluation harness grows here)."""
+"""Evaluation: protocols, metrics, reports.
 
+>>> from evqual.evaluation import PROTOCOLS
+>>> PROTOCOLS
+('cv5', 'official')
+"""
+
+from ._metrics import METRIC_KEYS, binary_metrics, grouped_metrics, type_metrics
+from ._protocols import PROTOCOLS, protocol_splits
+from ._run import EvaluationResult, build_frame, evaluate
 from ._signal import univariate_auroc
 
-__all__ = ["univariate_auroc"]
+__all__ = [
+    "METRIC_KEYS",
+    "PROTOCOLS",
+    "EvaluationResult",
+    "binary_metrics",
+    "build_frame",
+    "evaluate",
+    "grouped_metrics",
+    "protocol_splits",
+    "type_metrics",
+    "univariate_auroc",
+]

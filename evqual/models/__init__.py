@@ -1,0 +1,29 @@
+"""Detectors: every method of seeds 002 and 004 plus evqual's own, by name.
+
+>>> from evqual.models import list_methods
+>>> list_methods("evqual")
+['evqual', 'evqual-meta']
+"""
+
+from ._detector import CALIBRATIONS, THRESHOLD_RULES, Detector, seed002_objective, validation_split
+from ._estimators import FeatureSelector, SentenceMaxClassifier, StackedEvidenceClassifier, TextColumn
+from ._frame import FrameBuilder, SentenceBlock
+from ._methods import METHODS, MethodSpec, get_method, list_methods
+
+__all__ = [
+    "CALIBRATIONS",
+    "METHODS",
+    "THRESHOLD_RULES",
+    "Detector",
+    "FeatureSelector",
+    "FrameBuilder",
+    "MethodSpec",
+    "SentenceBlock",
+    "SentenceMaxClassifier",
+    "StackedEvidenceClassifier",
+    "TextColumn",
+    "get_method",
+    "list_methods",
+    "seed002_objective",
+    "validation_split",
+]

@@ -1,0 +1,242 @@
+"""Fitting a method with validation-tuned calibration and threshold.
+
+A :class:`Detector` fits a method on a training part, then on a *separate*
+validation part (grouped by source, so no source is on both sides):
+
+1. calibrates its scores with ``CalibratedClassifierCV(FrozenEstimator(model),
+   method=...)`` (``"sigmoid"``, ``"isotonic"`` or ``"none"``);
+2. picks the decision threshold on the calibrated validation risks with
+   ``TunedThresholdClassifierCV(..., cv="prefit", refit=False)`` under one of
+   the :data:`THRESHOLD_RULES`;
+3. for methods that score sentences, picks a separate sentence threshold the
+   same way on the validation sentences.
+
+The held-out data is never seen by any of these steps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.calibration import CalibratedClassifierCV
+from sklearn.frozen import FrozenEstimator
+from sklearn.metrics import f1_score, make_scorer, precision_score, recall_score
+from sklearn.model_selection import FixedThresholdClassifier, StratifiedGroupKFold, TunedThresholdClassifierCV
+
+from ._frame import FrameBuilder
+from ._methods import get_method
+
+__all__ = ["Detector", "THRESHOLD_RULES", "CALIBRATIONS", "seed002_objective", "validation_split"]
+
+CALIBRATIONS = ("sigmoid", "isotonic", "none")
+THRESHOLD_RULES = ("f1", "seed002")
+
+
+def seed002_objective(y_true, y_pred) -> float:
+    """Seed 002's threshold objective, as we read it.
+
+    F1 with a mild precision preference and a penalty on extreme
+    precision-recall imbalance: ``F1 + 0.05 * precision - 0.5 * max(0,
+    |precision - recall| - 0.25)``.  Seed 002 does not publish its constants;
+    these are ours.
+    """
+    p = precision_score(y_true, y_pred, zero_division=0)
+    r = recall_score(y_true, y_pred, zero_division=0)
+    f = f1_score(y_true, y_pred, zero_division=0)
+    return f + 0.05 * p - 0.5 * max(0.0, abs(p - r) - 0.25)
+
+
+_GRIDS = {"f1": np.round(np.arange(0.01, 0.99 + 1e-9, 0.005), 4),
+          "seed002": np.round(np.arange(0.20, 0.80 + 1e-9, 0.005), 4)}
+_SCORERS = {"f1": "f1", "seed002": make_scorer(seed002_objective)}
+
+
+class _ScoreClassifier(ClassifierMixin, BaseEstimator):
+    """A 'classifier' whose probability is its single input column (for tuning thresholds on scores)."""
+
+    def fit(self, X, y=None):
+        self.classes_ = np.array([0, 1])
+        return self
+
+    def predict_proba(self, X):
+        s = np.asarray(X, dtype=float).reshape(-1)
+        return np.c_[1.0 - s, s]
+
+    def predict(self, X):
+        return (self.predict_proba(X)[:, 1] >= 0.5).astype(int)
+
+
+def tune_threshold(estimator, X, y, rule: str = "f1"):
+    """Tune the decision threshold of a fitted ``estimator`` on ``(X, y)``; return the tuned classifier."""
+    if rule not in THRESHOLD_RULES:
+        raise ValueError(f"threshold rule must be one of {THRESHOLD_RULES}; got {rule!r}")
+    tuned = TunedThresholdClassifierCV(estimator, scoring=_SCORERS[rule], thresholds=_GRIDS[rule], cv="prefit",
+                                       refit=False, response_method="predict_proba")
+    return tuned.fit(X, np.asarray(y).astype(int))
+
+
+def validation_split(frame, idx, *, size: float = 0.2, random_state: int = 42):
+    """Split row positions ``idx`` into (fit, validation), grouped by source, stratified by task and label.
+
+    Uses :class:`~sklearn.model_selection.StratifiedGroupKFold` with
+    ``round(1 / size)`` folds and keeps its first fold as validation.
+    """
+    idx = np.asarray(idx)
+    sub = frame.iloc[idx]
+    strata = (sub["task_type"].astype(str) + "|" + sub["label"].astype(str)).to_numpy()
+    n_splits = max(2, int(round(1.0 / size)))
+    groups = sub["source_id"].to_numpy()
+    if len(np.unique(groups)) < n_splits:
+        raise ValueError(f"need at least {n_splits} sources for a validation split; got {len(np.unique(groups))}")
+    splitter = StratifiedGroupKFold(n_splits=n_splits, shuffle=True, random_state=random_state)
+    fit_pos, val_pos = next(splitter.split(idx, strata, groups))
+    return idx[fit_pos], idx[val_pos]
+
+
+class Detector:
+    """A method fitted with validation-tuned calibration and threshold.
+
+    Parameters
+    ----------
+    method : str
+        A name from :data:`evqual.models.METHODS`.
+    calibration : {"sigmoid", "isotonic", "none"}, default="sigmoid"
+    threshold_rule : {"f1", "seed002"}, default="f1"
+        ``"f1"`` maximises validation F1 over 0.01..0.99 (step 0.005, seed
+        004); ``"seed002"`` uses :func:`seed002_objective` over 0.20..0.80.
+    entity_backend : {"regex", "spacy"}, default="regex"
+    validation_size : float, default=0.2
+        Share of training sources held out for calibration and threshold.
+    random_state : int, default=42
+    exclude_implicit_true : bool, default=False
+        Target definition.
+
+    Attributes
+    ----------
+    model_ : classifier
+        The method fitted on the training part.
+    classifier_ : TunedThresholdClassifierCV
+        Calibrated model with its tuned threshold; ``predict`` uses it.
+    threshold_ : float
+    sentence_threshold_ : float or None
+    builder_ : FrameBuilder
+        Featurizers (fitted by :meth:`fit`; unset after :meth:`fit_frames`).
+
+    Examples
+    --------
+    >>> from evqual.data import load_sample
+    >>> from evqual.models import Detector
+    >>> det = Detector("nli-proxy").fit(load_sample())
+    >>> risk = det.predict_proba(load_sample())
+    >>> bool(((risk >= 0) & (risk <= 1)).all())
+    True
+    """
+
+    def __init__(self, method: str, *, calibration: str = "sigmoid", threshold_rule: str = "f1",
+                 entity_backend: str = "regex", validation_size: float = 0.2, random_state: int = 42,
+                 exclude_implicit_true: bool = False):
+        self.method = method
+        self.calibration = calibration
+        self.threshold_rule = threshold_rule
+        self.entity_backend = entity_backend
+        self.validation_size = validation_size
+        self.random_state = random_state
+        self.exclude_implicit_true = exclude_implicit_true
+
+    def _check(self):
+        self.spec_ = get_method(self.method)
+        if self.calibration not in CALIBRATIONS:
+            raise ValueError(f"calibration must be one of {CALIBRATIONS}; got {self.calibration!r}")
+        if self.threshold_rule not in THRESHOLD_RULES:
+            raise ValueError(f"threshold_rule must be one of {THRESHOLD_RULES}; got {self.threshold_rule!r}")
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, examples, validation=None):
+        """Featurize, split off a grouped validation part (unless given), fit, calibrate, tune.
+
+        Parameters
+        ----------
+        examples : examples (see :func:`evqual.features.as_examples`)
+        validation : examples, optional
+            Use these for calibration and threshold instead of a split.
+        """
+        from ..features import as_examples
+
+        self._check()
+        examples = as_examples(examples)
+        self.builder_ = FrameBuilder(entity_backend=self.entity_backend,
+                                     exclude_implicit_true=self.exclude_implicit_true)
+        if validation is None:
+            frame = self.builder_.fit_transform(examples)
+            fit_idx, val_idx = validation_split(frame, np.arange(len(frame)), size=self.validation_size,
+                                                random_state=self.random_state)
+            return self.fit_frames(frame.iloc[fit_idx], frame.iloc[val_idx])
+        validation = as_examples(validation)
+        self.builder_.fit(list(examples) + list(validation))
+        return self.fit_frames(self.builder_.transform(examples), self.builder_.transform(validation))
+
+    def fit_frames(self, train, val):
+        """Fit on a training frame; calibrate and tune thresholds on a validation frame."""
+        self._check()
+        y_train = train["label"].astype(int).to_numpy()
+        y_val = val["label"].astype(int).to_numpy()
+        self.model_ = self.spec_.make().fit(train, y_train)
+        frozen = FrozenEstimator(self.model_)
+        if self.calibration == "none":
+            calibrated = frozen
+        else:
+            calibrated = CalibratedClassifierCV(frozen, method=self.calibration).fit(val, y_val)
+        raw = calibrated.predict_proba(val)[:, 1]
+        if np.ptp(raw) == 0:
+            # a constant score (the majority baseline) has no threshold to tune: keep 0.5
+            self.classifier_ = FixedThresholdClassifier(calibrated, threshold=0.5).fit(val, y_val)
+            self.threshold_ = 0.5
+        else:
+            self.classifier_ = tune_threshold(calibrated, val, y_val, self.threshold_rule)
+            self.threshold_ = float(self.classifier_.best_threshold_)
+        self.sentence_threshold_ = None
+        if self.spec_.sentence_level:
+            risks, labels = self._sentence_scores(val)
+            if len(labels) and len(np.unique(labels)) == 2:
+                tuned = tune_threshold(_ScoreClassifier().fit(risks[:, None], labels), risks[:, None], labels,
+                                       self.threshold_rule)
+                self.sentence_threshold_ = float(tuned.best_threshold_)
+        self.n_train_, self.n_validation_ = len(train), len(val)
+        return self
+
+    def _sentence_scores(self, frame):
+        from ._frame import SENT
+
+        risks = self.model_.sentence_proba(frame)
+        r, y = [], []
+        for block, risk in zip(frame[SENT], risks):
+            if block.labels is not None:
+                r.append(risk)
+                y.append(block.labels)
+        if not r:
+            return np.zeros(0), np.zeros(0, dtype=int)
+        return np.concatenate(r), np.concatenate(y)
+
+    # ------------------------------------------------------------------ prediction
+    def predict_proba_frame(self, frame) -> np.ndarray:
+        """Calibrated response risk in [0, 1] for each row of a frame."""
+        return self.classifier_.predict_proba(frame)[:, 1]
+
+    def sentence_proba_frame(self, frame) -> list[np.ndarray] | None:
+        """Raw sentence risks per row (sentence-level methods only)."""
+        if not self.spec_.sentence_level:
+            return None
+        return self.model_.sentence_proba(frame)
+
+    def _frame(self, examples):
+        if not hasattr(self, "builder_"):
+            raise ValueError("this Detector was fitted on frames; pass frames to *_frame methods.")
+        return self.builder_.transform(examples, with_targets=False)
+
+    def predict_proba(self, examples) -> np.ndarray:
+        """Calibrated risk that each example's output is hallucinated."""
+        return self.predict_proba_frame(self._frame(examples))
+
+    def predict(self, examples) -> np.ndarray:
+        """1 where the calibrated risk reaches the tuned threshold."""
+        return (self.predict_proba(examples) >= self.threshold_).astype(int)

@@ -1,0 +1,308 @@
+"""Estimators over detector frames (see :mod:`evqual.models._frame`).
+
+* :class:`FeatureSelector` picks response-level feature columns by family.
+* :class:`TextColumn` hands the joined text to a text vectoriser.
+* :class:`SentenceMaxClassifier` scores each sentence (a fitted classifier or
+  a fixed rule) and gives a response the maximum of its sentence risks, as
+  seed 004 does.
+* :class:`StackedEvidenceClassifier` is evqual's own detector: a sentence
+  model whose out-of-fold risks, aggregated per response, join the response
+  features of a response model.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
+from sklearn.model_selection import GroupKFold
+from sklearn.utils.validation import check_is_fitted
+
+from ..features import feature_spec
+from ._frame import SENT, TEXT
+
+__all__ = ["FeatureSelector", "TextColumn", "SentenceMaxClassifier", "StackedEvidenceClassifier", "RULES",
+           "aggregate_sentence_risks", "AGGREGATE_NAMES"]
+
+
+def _family(name: str) -> str | None:
+    try:
+        return feature_spec(name).family
+    except KeyError:
+        return None
+
+
+def select_names(names, families=None, include_metadata=False, exclude=()) -> list[str]:
+    """Feature names of the given families (``None`` = every content family)."""
+    out = []
+    for n in names:
+        fam = _family(n)
+        if fam is None or n in exclude:
+            continue
+        if fam == "meta":
+            if include_metadata:
+                out.append(n)
+        elif families is None or fam in families:
+            out.append(n)
+    return out
+
+
+class FeatureSelector(TransformerMixin, BaseEstimator):
+    """Select response-level feature columns of a detector frame by family.
+
+    Parameters
+    ----------
+    families : sequence of str or None
+        Content families to keep (``None`` = all).
+    include_metadata : bool
+        Keep the ``meta`` family too.
+    exclude : sequence of str
+        Feature names to drop.
+    """
+
+    def __init__(self, *, families=None, include_metadata=False, exclude=()):
+        self.families = families
+        self.include_metadata = include_metadata
+        self.exclude = exclude
+
+    def fit(self, X, y=None):
+        self.columns_ = select_names(X.columns, self.families, self.include_metadata, self.exclude)
+        if not self.columns_:
+            raise ValueError("FeatureSelector selected no column; check 'families'.")
+        return self
+
+    def transform(self, X):
+        check_is_fitted(self, "columns_")
+        return X[self.columns_].to_numpy(dtype=np.float64)
+
+    def get_feature_names_out(self, input_features=None):
+        check_is_fitted(self, "columns_")
+        return np.asarray(self.columns_, dtype=object)
+
+
+class TextColumn(TransformerMixin, BaseEstimator):
+    """The ``__text__`` column (query, context and output joined) as a list of strings."""
+
+    def fit(self, X, y=None):
+        return self
+
+    def transform(self, X):
+        return X[TEXT].tolist()
+
+
+# ---------------------------------------------------------------- sentence rules (seed 004)
+def _col(block_names, name):
+    return block_names.index(name)
+
+
+def _rule_lexical(V, names):
+    return 1.0 - V[:, _col(names, "sent.chain.jaccard.v1")]
+
+
+def _rule_bm25(V, names):
+    return 1.0 - V[:, _col(names, "sent.chain.bm25.v1")]
+
+
+def _rule_tfidf(V, names):
+    return 1.0 - V[:, _col(names, "sent.chain.tfidf.v1")]
+
+
+def _rule_nli_proxy(V, names):
+    """Weighted support gap: 0.35 (1 - TF-IDF) + 0.25 (1 - recall) + 0.20 number rate
+    + 0.15 entity rate + 0.05 refusal (seed 004's NLI-proxy; the weights are ours)."""
+    r = (0.35 * (1.0 - V[:, _col(names, "sent.chain.tfidf.v1")])
+         + 0.25 * (1.0 - V[:, _col(names, "sent.chain.recall.v1")])
+         + 0.20 * V[:, _col(names, "sent.number.new_rate.v1")]
+         + 0.15 * V[:, _col(names, "sent.entity.unsupported_rate.v1")]
+         + 0.05 * V[:, _col(names, "sent.refusal.v1")])
+    return np.clip(r, 0.0, 1.0)
+
+
+RULES = {"lexical-overlap": _rule_lexical, "bm25-evidence": _rule_bm25, "tfidf-cosine": _rule_tfidf,
+         "nli-proxy": _rule_nli_proxy}
+
+AGGREGATE_NAMES = ("agg.max", "agg.mean", "agg.top2", "agg.frac50", "agg.count50", "agg.first", "agg.last")
+
+
+def aggregate_sentence_risks(risks: list[np.ndarray]) -> np.ndarray:
+    """Per response: max, mean, mean of the top two, share and count above 0.5, first, last."""
+    out = np.zeros((len(risks), len(AGGREGATE_NAMES)))
+    for i, r in enumerate(risks):
+        if len(r) == 0:
+            continue
+        s = np.sort(r)[::-1]
+        out[i] = [s[0], r.mean(), s[:2].mean(), (r > 0.5).mean(), (r > 0.5).sum(), r[0], r[-1]]
+    return out
+
+
+def _stack_sentences(X, cols, with_labels: bool):
+    blocks = X[SENT].tolist()
+    rows, labels, lengths = [], [], []
+    for b in blocks:
+        lengths.append(len(b.values))
+        if len(b.values):
+            rows.append(b.values[:, cols])
+        if with_labels:
+            labels.append(b.labels if b.labels is not None else np.full(len(b.values), -1))
+    V = np.vstack(rows) if rows else np.zeros((0, len(cols)))
+    y = np.concatenate(labels) if with_labels and labels else None
+    return V, y, lengths
+
+
+def _split_back(values: np.ndarray, lengths) -> list[np.ndarray]:
+    out, pos = [], 0
+    for n in lengths:
+        out.append(values[pos:pos + n])
+        pos += n
+    return out
+
+
+class SentenceMaxClassifier(ClassifierMixin, BaseEstimator):
+    """Score sentences, give each response its highest sentence risk (seed 004).
+
+    Parameters
+    ----------
+    estimator : classifier or None
+        Fitted on sentence rows (sentences of responses whose spans are
+        unknown are skipped).  ``None`` with ``rule`` set gives an
+        unsupervised or rule-based scorer.
+    rule : str or None
+        A key of :data:`RULES`.
+    families : sequence of str or None
+        Sentence feature families for ``estimator``.
+    include_metadata : bool
+        Also give ``estimator`` the metadata features.
+    """
+
+    def __init__(self, estimator=None, *, rule=None, families=None, include_metadata=False):
+        self.estimator = estimator
+        self.rule = rule
+        self.families = families
+        self.include_metadata = include_metadata
+
+    def _columns(self, names):
+        return [names.index(n) for n in select_names(names, self.families, self.include_metadata)]
+
+    def fit(self, X, y=None):
+        if (self.estimator is None) == (self.rule is None):
+            raise ValueError("SentenceMaxClassifier needs exactly one of 'estimator' and 'rule'.")
+        if self.rule is not None and self.rule not in RULES:
+            raise ValueError(f"unknown rule {self.rule!r}; expected one of {sorted(RULES)}")
+        self.classes_ = np.array([0, 1])
+        names = X[SENT].iloc[0].names if len(X) else ()
+        self.sentence_names_ = tuple(names)
+        if self.rule is None:
+            self.columns_ = self._columns(list(names))
+            V, ys, _ = _stack_sentences(X, self.columns_, with_labels=True)
+            keep = ys >= 0
+            if keep.sum() == 0 or len(np.unique(ys[keep])) < 2:
+                raise ValueError("no sentence labels with both classes to fit on (spans are needed).")
+            self.estimator_ = clone(self.estimator).fit(V[keep], ys[keep])
+        return self
+
+    def sentence_proba(self, X) -> list[np.ndarray]:
+        """Risk of each sentence, one array per response (input order)."""
+        check_is_fitted(self, "classes_")
+        names = list(self.sentence_names_) or list(X[SENT].iloc[0].names)
+        if self.rule is not None:
+            blocks = X[SENT].tolist()
+            fn = RULES[self.rule]
+            return [fn(b.values, list(b.names)) if len(b.values) else np.zeros(0) for b in blocks]
+        V, _, lengths = _stack_sentences(X, self.columns_, with_labels=False)
+        p = self.estimator_.predict_proba(V)[:, 1] if len(V) else np.zeros(0)
+        del names
+        return _split_back(p, lengths)
+
+    def predict_proba(self, X):
+        risks = self.sentence_proba(X)
+        s = np.array([r.max() if len(r) else 0.0 for r in risks])
+        return np.c_[1.0 - s, s]
+
+    def predict(self, X):
+        return (self.predict_proba(X)[:, 1] >= 0.5).astype(int)
+
+    def feature_importances(self):
+        """``(names, impurity importances)`` of the sentence model, if it has them."""
+        est = getattr(self, "estimator_", None)
+        imp = getattr(est, "feature_importances_", None)
+        if imp is None and hasattr(est, "steps"):
+            imp = getattr(est.steps[-1][1], "feature_importances_", None)
+        if imp is None:
+            return None
+        return [self.sentence_names_[c] for c in self.columns_], np.asarray(imp)
+
+
+class StackedEvidenceClassifier(ClassifierMixin, BaseEstimator):
+    """evqual's detector: sentence risks stacked into a response model.
+
+    1. A sentence model is fitted on sentence rows (sentence features plus the
+       response context they carry).
+    2. Its out-of-fold sentence risks on the training responses (``cv``
+       folds grouped by ``source_id``, so a response never sees a model
+       trained on its own source) are aggregated per response
+       (:func:`aggregate_sentence_risks`) and appended to the response
+       features.
+    3. A response model is fitted on those; the sentence model is refitted on
+       all training rows for prediction.
+
+    Parameters
+    ----------
+    sentence_estimator, response_estimator : classifiers
+    families : sequence of str or None
+        Content families for both models.
+    include_metadata : bool
+        Give both models generator, quality and temperature features.
+    cv : int
+        Folds for the out-of-fold sentence risks.
+    """
+
+    def __init__(self, sentence_estimator, response_estimator, *, families=None, include_metadata=False, cv=3):
+        self.sentence_estimator = sentence_estimator
+        self.response_estimator = response_estimator
+        self.families = families
+        self.include_metadata = include_metadata
+        self.cv = cv
+
+    def _sentence_model(self):
+        return SentenceMaxClassifier(self.sentence_estimator, families=self.families,
+                                     include_metadata=self.include_metadata)
+
+    def _response_matrix(self, X, risks):
+        R = X[self.response_columns_].to_numpy(dtype=np.float64)
+        return np.hstack([R, aggregate_sentence_risks(risks)])
+
+    def fit(self, X, y):
+        y = np.asarray(y).astype(int)
+        self.classes_ = np.array([0, 1])
+        self.response_columns_ = select_names(X.columns, self.families, self.include_metadata)
+        groups = X["source_id"].to_numpy() if "source_id" in X.columns else np.arange(len(X))
+        oof: list = [None] * len(X)
+        n_groups = len(np.unique(groups))
+        if n_groups >= self.cv:
+            for tr, te in GroupKFold(n_splits=self.cv).split(X, y, groups):
+                m = self._sentence_model().fit(X.iloc[tr], y[tr])
+                for i, r in zip(te, m.sentence_proba(X.iloc[te])):
+                    oof[i] = r
+        self.sentence_model_ = self._sentence_model().fit(X, y)
+        if any(r is None for r in oof):
+            oof = self.sentence_model_.sentence_proba(X)
+        self.response_model_ = clone(self.response_estimator).fit(self._response_matrix(X, oof), y)
+        self.feature_names_ = list(self.response_columns_) + list(AGGREGATE_NAMES)
+        return self
+
+    def sentence_proba(self, X) -> list[np.ndarray]:
+        check_is_fitted(self, "sentence_model_")
+        return self.sentence_model_.sentence_proba(X)
+
+    def predict_proba(self, X):
+        check_is_fitted(self, "response_model_")
+        risks = self.sentence_model_.sentence_proba(X)
+        return self.response_model_.predict_proba(self._response_matrix(X, risks))
+
+    def predict(self, X):
+        return (self.predict_proba(X)[:, 1] >= 0.5).astype(int)
+
+    def feature_importances(self):
+        imp = getattr(self.response_model_, "feature_importances_", None)
+        if imp is None:
+            return None
+        return self.feature_names_, np.asarray(imp)

@@ -1,0 +1,114 @@
+"""The detector frame: one row per response with everything any method needs.
+
+Every method in :mod:`evqual.models` is an ordinary scikit-learn binary
+classifier over *response rows*, so that calibration
+(``CalibratedClassifierCV(FrozenEstimator(...))``) and threshold tuning
+(``TunedThresholdClassifierCV``) apply to all of them alike.  The frame holds:
+
+* one column per response-level feature (all content families plus metadata);
+* ``__sent__``: a :class:`SentenceBlock` per response (its sentence-level
+  feature matrix, the column names and, when known, sentence labels) for
+  methods that score sentences and take the maximum;
+* ``__text__``: query, context and output joined, for the TF-IDF baseline;
+* ``source_id`` and ``task_type`` (grouping and per-task models).
+
+Features are computed once per dataset; evaluation protocols slice the frame.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ..data._targets import response_label, sentence_targets
+from ..features import EvidenceFeaturizer, as_examples
+
+__all__ = ["SentenceBlock", "FrameBuilder", "SENT", "TEXT", "FRAME_INFO_COLUMNS"]
+
+SENT = "__sent__"
+TEXT = "__text__"
+FRAME_INFO_COLUMNS = ("id", "source_id", "task_type", "model", "quality", "split", "label")
+
+
+class SentenceBlock(NamedTuple):
+    """Sentence-level features of one response."""
+
+    values: np.ndarray  # (n_sentences, n_features)
+    names: tuple  # feature names, shared by every block of a frame
+    labels: np.ndarray | None  # (n_sentences,) 0/1, or None when spans are unknown
+    offsets: tuple = ()  # ((start, end), ...) in the output
+
+
+class FrameBuilder:
+    """Fits the two featurizers and turns examples into detector frames.
+
+    Parameters
+    ----------
+    entity_backend : {"regex", "spacy"}
+    exclude_implicit_true : bool
+        Target definition (see :func:`evqual.data.response_label`).
+    """
+
+    def __init__(self, *, entity_backend: str = "regex", exclude_implicit_true: bool = False):
+        self.entity_backend = entity_backend
+        self.exclude_implicit_true = exclude_implicit_true
+
+    def fit(self, examples):
+        examples = as_examples(examples)
+        self.response_featurizer_ = EvidenceFeaturizer(
+            level="response", include_metadata=True, entity_backend=self.entity_backend).fit(examples)
+        self.sentence_featurizer_ = EvidenceFeaturizer(
+            level="sentence", include_metadata=True, entity_backend=self.entity_backend).fit(examples)
+        return self
+
+    @property
+    def response_names(self) -> list[str]:
+        return list(self.response_featurizer_.get_feature_names_out())
+
+    @property
+    def sentence_names(self) -> tuple:
+        return tuple(self.sentence_featurizer_.get_feature_names_out())
+
+    def transform(self, examples, *, with_targets: bool = True):
+        """Examples to a frame (pandas DataFrame, one row per example, input order)."""
+        import pandas as pd
+
+        examples = as_examples(examples)
+        rf = self.response_featurizer_
+        sf = self.sentence_featurizer_
+        ex_list, analyses = rf.analyze(examples)
+        R = rf._assemble(ex_list, analyses)
+        S = sf._assemble(ex_list, analyses)
+        names = self.sentence_names
+        blocks = []
+        pos = 0
+        for ex, an in zip(ex_list, analyses):
+            n = len(an.sentences)
+            labels = None
+            if with_targets and ex.spans is not None:
+                targets = sentence_targets(ex, exclude_implicit_true=self.exclude_implicit_true)
+                labels = np.array([t["label"] for t in targets], dtype=np.int64)
+            offsets = tuple((s.start, s.end) for s in an.sentences)
+            blocks.append(SentenceBlock(S[pos:pos + n], names, labels, offsets))
+            pos += n
+        frame = pd.DataFrame(R, columns=self.response_names)
+        frame[SENT] = blocks
+        frame[TEXT] = [f"{ex.query}\n{ex.context}\n{ex.output}" for ex in ex_list]
+        frame["id"] = [ex.id for ex in ex_list]
+        frame["source_id"] = [ex.source_id if ex.source_id is not None else ex.id for ex in ex_list]
+        frame["task_type"] = [ex.task_type for ex in ex_list]
+        frame["model"] = [ex.model for ex in ex_list]
+        frame["quality"] = [ex.quality for ex in ex_list]
+        frame["split"] = [ex.split for ex in ex_list]
+        labels = [response_label(ex, exclude_implicit_true=self.exclude_implicit_true) if with_targets else None
+                  for ex in ex_list]
+        frame["label"] = pd.array(labels, dtype="Int64")
+        frame["label_types"] = ["|".join(sorted({s.label_type for s in (ex.spans or ()) if s.label_type
+                                                 and not (self.exclude_implicit_true and s.implicit_true)}))
+                                for ex in ex_list]
+        return frame
+
+    def fit_transform(self, examples, **kw):
+        examples = as_examples(examples)
+        return self.fit(examples).transform(examples, **kw)
