@@ -57,6 +57,50 @@ def build_parser() -> argparse.ArgumentParser:
     fz.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     fz.set_defaults(func=cmd_featurize)
 
+    ev = sub.add_parser(
+        "evaluate", help="evaluate a method under a protocol and write a report folder",
+        description=("Evaluate one method under cv5 (grouped 5-fold CV over the test split, each fold also "
+                     "trained on the train split) or official (fit on train, test on test). Thresholds and "
+                     "calibration are tuned on a grouped validation part of each training side. Writes "
+                     "metrics.json, metrics.md, CSV tables and PNG figures to --out."))
+    ev.add_argument("--data", metavar="DIR_OR_FILE", help="dataset (default: the embedded sample)")
+    ev.add_argument("--protocol", choices=["cv5", "official"], default="cv5")
+    ev.add_argument("--method", default="evqual", help="method name (see `evqual methods`); default evqual")
+    ev.add_argument("--out", required=True, metavar="REPORT_DIR", help="report folder to write")
+    ev.add_argument("--calibration", choices=["sigmoid", "isotonic", "none"], default="sigmoid")
+    ev.add_argument("--threshold-rule", choices=["f1", "seed002"], default="f1",
+                    help="f1: maximise validation F1 (seed 004); seed002: seed 002's rule on 0.20..0.80")
+    ev.add_argument("--folds", type=int, default=5, help="folds for cv5 (default 5; fewer for tiny data)")
+    ev.add_argument("--no-importance", action="store_true", help="skip the permutation importance")
+    ev.set_defaults(func=cmd_evaluate)
+
+    tr = sub.add_parser(
+        "train", help="fit a method on all given data and save it with meta.json",
+        description=("Fit a method on all given data (a grouped 20%% of sources held out for calibration and "
+                     "threshold), then save model.skops and a validated meta.json to --out."))
+    tr.add_argument("--data", metavar="DIR_OR_FILE", help="dataset (default: the embedded sample)")
+    tr.add_argument("--method", default="evqual", help="method name (default evqual)")
+    tr.add_argument("--out", required=True, metavar="DIR", help="model folder to write, e.g. models/evqual")
+    tr.add_argument("--calibration", choices=["sigmoid", "isotonic", "none"], default="sigmoid")
+    tr.add_argument("--threshold-rule", choices=["f1", "seed002"], default="f1")
+    tr.add_argument("--entity-backend", choices=["regex", "spacy"], default="regex")
+    tr.add_argument("--metrics", metavar="FILE", help="a metrics.json to record in meta.json")
+    tr.set_defaults(func=cmd_train)
+
+    rp = sub.add_parser(
+        "reproduce", help="run every method under both protocols and regenerate docs/RESULTS.md tables",
+        description="Evaluate every method under cv5 and official, write reports and the RESULTS block.")
+    rp.add_argument("--data", metavar="DIR_OR_FILE", help="dataset (default: ../shared/data/ragtruth)")
+    rp.add_argument("--out", default="docs/reports", help="report root (default docs/reports)")
+    rp.add_argument("--results", default="docs/RESULTS.md", help="RESULTS file whose generated block is rewritten")
+    rp.add_argument("--methods", help="comma-separated subset of methods (default: all)")
+    rp.add_argument("--protocols", default="cv5,official", help="comma-separated protocols")
+    rp.add_argument("--no-ablation", action="store_true", help="skip the feature-group ablation")
+    rp.set_defaults(func=cmd_reproduce)
+
+    me = sub.add_parser("methods", help="list the detection methods", description="List every method by name.")
+    me.set_defaults(func=cmd_methods)
+
     ft = sub.add_parser("features", help="list every feature with its family, range and definition",
                         description="Print the feature registry.")
     ft.add_argument("--level", choices=["response", "sentence"], default=None)
@@ -128,6 +172,143 @@ def cmd_featurize(args) -> int:
         return EXIT_DATA
     print(f"evqual: wrote {len(df)} rows x {fz.n_features_out_} features to {out}", file=sys.stderr)
     return EXIT_DATA if result.issues else EXIT_OK
+
+
+def _load(path, strict=False):
+    """Load a dataset (default: the embedded sample); returns (result, label) or raises EvqualDataError."""
+    import warnings
+
+    from .data import load_data, sample_path
+
+    data_path = Path(path) if path else sample_path()
+    if path is None:
+        print(f"evqual: no --data given; using the embedded sample {data_path}", file=sys.stderr)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = load_data(data_path, strict=strict)
+    _report_issues(result)
+    return result, str(data_path)
+
+
+def _check_method(name) -> bool:
+    from .models import METHODS
+
+    if name not in METHODS:
+        print(f"evqual: error: unknown method {name!r}; choose one of: {', '.join(METHODS)}", file=sys.stderr)
+        return False
+    return True
+
+
+def cmd_evaluate(args) -> int:
+    import warnings
+
+    from .evaluation import build_frame, evaluate, write_report
+
+    if not _check_method(args.method):
+        return EXIT_USAGE
+    if args.folds < 2:
+        print("evqual evaluate: error: --folds must be at least 2", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        result, label = _load(args.data)
+    except EvqualDataError as exc:
+        print(f"evqual evaluate: data error: {exc}", file=sys.stderr)
+        return EXIT_DATA
+    frame, _, seconds = build_frame(result)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = evaluate(method=args.method, protocol=args.protocol, frame=frame, featurize_seconds=seconds,
+                           calibration=args.calibration, threshold_rule=args.threshold_rule, n_splits=args.folds)
+    except ValueError as exc:
+        print(f"evqual evaluate: error: {exc}", file=sys.stderr)
+        return EXIT_DATA
+    write_report(res, args.out, frame=None if args.no_importance else frame, data_note=f"Data: {label}.")
+    r = res.metrics["response"]
+    print(f"evqual: {args.method} under {args.protocol}: F1 {r['f1']:.3f}, AUROC {r['auroc'] or 0:.3f}; "
+          f"report in {args.out}", file=sys.stderr)
+    return EXIT_DATA if result.issues else EXIT_OK
+
+
+def cmd_train(args) -> int:
+    import hashlib
+    import json
+    import warnings
+    from collections import Counter
+
+    from .models import Detector, save_detector
+
+    if not _check_method(args.method):
+        return EXIT_USAGE
+    try:
+        result, label = _load(args.data)
+    except EvqualDataError as exc:
+        print(f"evqual train: data error: {exc}", file=sys.stderr)
+        return EXIT_DATA
+    metrics = {}
+    if args.metrics:
+        try:
+            metrics = json.loads(Path(args.metrics).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            print(f"evqual train: error: cannot read --metrics {args.metrics}: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    det = Detector(args.method, calibration=args.calibration, threshold_rule=args.threshold_rule,
+                   entity_backend=args.entity_backend)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            det.fit(result)
+    except MissingDependencyError as exc:
+        print(f"evqual train: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ValueError as exc:
+        print(f"evqual train: error: {exc}", file=sys.stderr)
+        return EXIT_DATA
+    digest = hashlib.sha256()
+    for p in sorted(result.paths):
+        digest.update(Path(p).read_bytes())
+    info = {"path": label, "sha256": digest.hexdigest(), "rows": len(result),
+            "rows_by_split": dict(Counter(str(ex.split) for ex in result)),
+            "rows_by_task": dict(Counter(str(ex.task_type) for ex in result)),
+            "positives": int(sum(1 for ex in result if ex.label == 1))}
+    folder = save_detector(det, args.out, training_data=info, metrics=metrics)
+    print(f"evqual: saved {args.method} to {folder} (threshold {det.threshold_:.3f})", file=sys.stderr)
+    return EXIT_DATA if result.issues else EXIT_OK
+
+
+def cmd_reproduce(args) -> int:
+    from .data import default_ragtruth_path
+    from .evaluation._reproduce import reproduce
+    from .models import METHODS
+
+    methods = [m.strip() for m in args.methods.split(",")] if args.methods else None
+    for m in methods or []:
+        if m not in METHODS:
+            return EXIT_USAGE if not _check_method(m) else EXIT_USAGE
+    protocols = tuple(p.strip() for p in args.protocols.split(",") if p.strip())
+    if any(p not in ("cv5", "official") for p in protocols):
+        print("evqual reproduce: error: --protocols takes cv5 and/or official", file=sys.stderr)
+        return EXIT_USAGE
+    path = args.data or str(default_ragtruth_path())
+    try:
+        result, label = _load(path)
+    except EvqualDataError as exc:
+        print(f"evqual reproduce: data error: {exc}", file=sys.stderr)
+        return EXIT_DATA
+    reproduce(result, out_dir=args.out, results_md=args.results, methods=methods, protocols=protocols,
+              ablation=not args.no_ablation, data_label=f"`{label}` ({len(result)} responses)",
+              log=lambda msg: print(msg, file=sys.stderr))
+    return EXIT_OK
+
+
+def cmd_methods(args) -> int:
+    from .models import METHODS
+
+    for m in METHODS.values():
+        meta = " (uses generator metadata)" if m.uses_metadata else ""
+        level = "sentence->response" if m.sentence_level else "response"
+        print(f"{m.name:<20} {m.source:<9} {level:<19} {m.description}{meta}")
+    return EXIT_OK
 
 
 def cmd_features(args) -> int:

@@ -7,6 +7,7 @@
 
 from ._metrics import METRIC_KEYS, binary_metrics, grouped_metrics, type_metrics
 from ._protocols import PROTOCOLS, protocol_splits
+from ._report import feature_importances, metrics_table, write_comparison, write_report
 from ._run import EvaluationResult, build_frame, evaluate
 from ._signal import univariate_auroc
 
@@ -17,6 +18,10 @@ __all__ = [
     "binary_metrics",
     "build_frame",
     "evaluate",
+    "feature_importances",
+    "metrics_table",
+    "write_comparison",
+    "write_report",
     "grouped_metrics",
     "protocol_splits",
     "type_metrics",

@@ -64,8 +64,8 @@ def grouped_metrics(y, risk, threshold: float, groups) -> dict:
     risk = np.asarray(risk)
     threshold = np.broadcast_to(np.asarray(threshold, dtype=float), risk.shape)
     g = np.array(["unknown" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v) for v in groups])
-    return {value: binary_metrics(y[g == value], risk[g == value], threshold[g == value])
-            for value in sorted(set(g))}
+    return {str(value): binary_metrics(y[g == value], risk[g == value], threshold[g == value])
+            for value in sorted(set(g.tolist()))}
 
 
 def type_metrics(label_types, y, risk, threshold: float) -> dict:

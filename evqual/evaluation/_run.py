@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..models import Detector, FrameBuilder, get_method, validation_split
+from ..models import Detector, FrameBuilder, MethodSpec, get_method, validation_split
 from ..models._frame import SENT
 from ._metrics import binary_metrics, grouped_metrics, type_metrics
 from ._protocols import protocol_splits
@@ -65,7 +65,8 @@ def evaluate(data=None, method: str = "evqual", protocol: str = "cv5", *, frame=
     """
     import pandas as pd
 
-    spec = get_method(method)
+    spec = method if isinstance(method, MethodSpec) else get_method(method)
+    method = spec.name
     if frame is None:
         frame, _, featurize_seconds = build_frame(data, entity_backend=entity_backend)
     frame = frame.reset_index(drop=True)
@@ -75,7 +76,7 @@ def evaluate(data=None, method: str = "evqual", protocol: str = "cv5", *, frame=
     for fold, train_idx, test_idx in protocol_splits(frame, protocol, n_splits=n_splits,
                                                      random_state=random_state):
         fit_idx, val_idx = validation_split(frame, train_idx, random_state=random_state)
-        det = Detector(method, calibration=calibration, threshold_rule=threshold_rule,
+        det = Detector(spec, calibration=calibration, threshold_rule=threshold_rule,
                        random_state=random_state, entity_backend=entity_backend)
         det.fit_frames(frame.iloc[fit_idx], frame.iloc[val_idx])
         test = frame.iloc[test_idx]

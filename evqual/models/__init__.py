@@ -8,6 +8,7 @@
 from ._detector import CALIBRATIONS, THRESHOLD_RULES, Detector, seed002_objective, validation_split
 from ._estimators import FeatureSelector, SentenceMaxClassifier, StackedEvidenceClassifier, TextColumn
 from ._frame import FrameBuilder, SentenceBlock
+from ._io import META_FORMAT, TRUSTED_PREFIXES, ModelLoadError, load_detector, read_meta, save_detector
 from ._methods import METHODS, MethodSpec, get_method, list_methods
 
 __all__ = [
@@ -17,13 +18,19 @@ __all__ = [
     "Detector",
     "FeatureSelector",
     "FrameBuilder",
+    "META_FORMAT",
     "MethodSpec",
+    "ModelLoadError",
+    "TRUSTED_PREFIXES",
     "SentenceBlock",
     "SentenceMaxClassifier",
     "StackedEvidenceClassifier",
     "TextColumn",
     "get_method",
     "list_methods",
+    "load_detector",
+    "read_meta",
+    "save_detector",
     "seed002_objective",
     "validation_split",
 ]

@@ -24,7 +24,7 @@ from sklearn.metrics import f1_score, make_scorer, precision_score, recall_score
 from sklearn.model_selection import FixedThresholdClassifier, StratifiedGroupKFold, TunedThresholdClassifierCV
 
 from ._frame import FrameBuilder
-from ._methods import get_method
+from ._methods import MethodSpec, get_method
 
 __all__ = ["Detector", "THRESHOLD_RULES", "CALIBRATIONS", "seed002_objective", "validation_split"]
 
@@ -98,8 +98,8 @@ class Detector:
 
     Parameters
     ----------
-    method : str
-        A name from :data:`evqual.models.METHODS`.
+    method : str or MethodSpec
+        A name from :data:`evqual.models.METHODS` (or a custom spec, for ablations).
     calibration : {"sigmoid", "isotonic", "none"}, default="sigmoid"
     threshold_rule : {"f1", "seed002"}, default="f1"
         ``"f1"`` maximises validation F1 over 0.01..0.99 (step 0.005, seed
@@ -143,8 +143,13 @@ class Detector:
         self.random_state = random_state
         self.exclude_implicit_true = exclude_implicit_true
 
+    @property
+    def spec(self):
+        """The :class:`~evqual.models.MethodSpec` of :attr:`method` (a name or a spec)."""
+        return self.method if isinstance(self.method, MethodSpec) else get_method(self.method)
+
     def _check(self):
-        self.spec_ = get_method(self.method)
+        self.spec  # noqa: B018 - raises for an unknown method name
         if self.calibration not in CALIBRATIONS:
             raise ValueError(f"calibration must be one of {CALIBRATIONS}; got {self.calibration!r}")
         if self.threshold_rule not in THRESHOLD_RULES:
@@ -180,7 +185,7 @@ class Detector:
         self._check()
         y_train = train["label"].astype(int).to_numpy()
         y_val = val["label"].astype(int).to_numpy()
-        self.model_ = self.spec_.make().fit(train, y_train)
+        self.model_ = self.spec.make().fit(train, y_train)
         frozen = FrozenEstimator(self.model_)
         if self.calibration == "none":
             calibrated = frozen
@@ -195,7 +200,7 @@ class Detector:
             self.classifier_ = tune_threshold(calibrated, val, y_val, self.threshold_rule)
             self.threshold_ = float(self.classifier_.best_threshold_)
         self.sentence_threshold_ = None
-        if self.spec_.sentence_level:
+        if self.spec.sentence_level:
             risks, labels = self._sentence_scores(val)
             if len(labels) and len(np.unique(labels)) == 2:
                 tuned = tune_threshold(_ScoreClassifier().fit(risks[:, None], labels), risks[:, None], labels,
@@ -224,7 +229,7 @@ class Detector:
 
     def sentence_proba_frame(self, frame) -> list[np.ndarray] | None:
         """Raw sentence risks per row (sentence-level methods only)."""
-        if not self.spec_.sentence_level:
+        if not self.spec.sentence_level:
             return None
         return self.model_.sentence_proba(frame)
 
