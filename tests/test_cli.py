@@ -100,7 +100,7 @@ def test_featurize_missing_data_path(tmp_path, capsys):
 def test_features_command(capsys):
     assert main(["features", "--level", "sentence"]) == 0
     out = capsys.readouterr().out
-    assert "sent.chain.ecs.v1" in out and "support.min.v1" not in out
+    assert "sent.chain.ecs.v2" in out and "support.min.v1" not in out
 
 
 def test_console_script_entry_point(tmp_path):

@@ -80,7 +80,7 @@ def test_chain_identical_sentence_is_full_support():
     assert r["sent.chain.precision.v1"] == 1.0
     assert r["sent.chain.tfidf.v1"] == pytest.approx(1.0)
     assert r["sent.chain.bm25.v1"] == pytest.approx(1.0)
-    assert r["sent.chain.ecs.v1"] == pytest.approx(1.0)
+    assert r["sent.chain.ecs.v2"] == pytest.approx(1.0)
 
 
 def test_chain_partial_values_and_nearest_chunk():
@@ -116,8 +116,8 @@ def test_ecs_weights_sum_to_one_and_formula():
     r = sent_feats("The tower was built in 1890.", CTX)[0]
     expected = (0.25 * r["sent.chain.recall.v1"] + 0.15 * r["sent.chain.jaccard.v1"]
                 + 0.20 * r["sent.chain.tfidf.v1"] + 0.20 * r["sent.chain.bm25.v1"]
-                + 0.10 * (1 - r["sent.number.new_rate.v1"]) + 0.10 * (1 - r["sent.entity.unsupported_rate.v1"]))
-    assert r["sent.chain.ecs.v1"] == pytest.approx(expected)
+                + 0.10 * (1 - r["sent.number.new_rate.v2"]) + 0.10 * (1 - r["sent.entity.unsupported_rate.v1"]))
+    assert r["sent.chain.ecs.v2"] == pytest.approx(expected)
 
 
 def test_sentence_without_content_tokens_is_vacuously_supported():
@@ -135,23 +135,23 @@ def test_empty_context_gives_zero_support():
 def test_numbers_supported_after_normalisation():
     f = feats("It cost $23.70 for 1600 people, 16 percent more.",
               ["Tickets were 23.7 dollars.", "About 1,600 people came, up 16%."])
-    assert f["number.count.v1"] == 3 and f["number.unsupported_count.v1"] == 0
-    assert f["number.new_rate.v1"] == 0 and f["number.conflict.v1"] == 0
+    assert f["number.count.v2"] == 3 and f["number.unsupported_count.v2"] == 0
+    assert f["number.new_rate.v2"] == 0 and f["number.conflict.v2"] == 0
 
 
 def test_number_conflict_against_nearest_chunk():
     f = feats("The company employs 69 million people.", ["The company employs 67 million people."])
-    assert f["number.unsupported_count.v1"] == 1 and f["number.new_rate.v1"] == 1.0
-    assert f["number.conflict.v1"] == 1.0
+    assert f["number.unsupported_count.v2"] == 1 and f["number.new_rate.v2"] == 1.0
+    assert f["number.conflict.v2"] == 1.0
 
 
 def test_new_number_without_conflict():
     f = feats("The company employs many people since 1999.", ["The company employs many people."])
-    assert f["number.unsupported_count.v1"] == 1 and f["number.conflict.v1"] == 0.0
+    assert f["number.unsupported_count.v2"] == 1 and f["number.conflict.v2"] == 0.0
 
 
 def test_spelled_out_context_number_supports_digits():
-    assert feats("There are 3 passages.", ["There are three passages."])["number.unsupported_count.v1"] == 0
+    assert feats("There are 3 passages.", ["There are three passages."])["number.unsupported_count.v2"] == 0
 
 
 # ------------------------------------------------------------------ entities
@@ -249,5 +249,5 @@ def test_one_megabyte_context_featurizes_with_bounded_memory():
     assert X.shape == (3, fz.n_features_out_) and np.isfinite(X).all()
     names = list(fz.get_feature_names_out())
     assert X[0, names.index("sent.chain.jaccard.v1")] == 1.0
-    assert X[2, names.index("sent.number.unsupported_count.v1")] == 1.0
+    assert X[2, names.index("sent.number.unsupported_count.v2")] == 1.0
     assert peak < 400 * 2**20, f"peak {peak / 2**20:.0f} MiB"

@@ -61,10 +61,10 @@ def test_output_identical_to_context_is_fully_supported(chunks, task):
     for name in ("coverage.output_context.v1", "support.mean.v1", "support.min.v1", "chain.jaccard.min.v1",
                  "chain.recall.min.v1"):
         assert f[name][0] == 1.0, name
-    for name in ("chain.tfidf.min.v1", "chain.bm25.min.v1", "chain.ecs.min.v1"):
+    for name in ("chain.tfidf.min.v1", "chain.bm25.min.v1", "chain.ecs.min.v2"):
         assert abs(f[name][0] - 1.0) < 1e-9, name
-    for name in ("entity.unsupported_count.v1", "entity.unsupported_rate.v1", "number.unsupported_count.v1",
-                 "number.new_rate.v1", "number.conflict.v1", "support.margin.v1"):
+    for name in ("entity.unsupported_count.v1", "entity.unsupported_rate.v1", "number.unsupported_count.v2",
+                 "number.new_rate.v2", "number.conflict.v2", "support.margin.v1"):
         assert f[name][0] == 0.0, name
 
 
@@ -78,7 +78,7 @@ def test_numbers_and_entities_from_the_context_are_never_unsupported(chunks, pic
         body.append("Also " + " ".join(extra) + ".")
     ex = make_example(query="q", context=chunks, output=" ".join(body), task_type="QA")
     f, _ = featurize([ex])
-    assert f["number.unsupported_count.v1"][0] == 0
+    assert f["number.unsupported_count.v2"][0] == 0
     assert f["entity.unsupported_count.v1"][0] == 0
 
 
@@ -93,7 +93,7 @@ def test_permuting_chunks_keeps_max_based_features(chunks, output, seed):
     invariant = [n for n in fz.get_feature_names_out()
                  if n.split(".")[0] in ("coverage", "support", "semantic", "entity", "length", "task", "refusal")
                  or n.startswith(("chain.jaccard", "chain.tfidf", "chain.bm25"))
-                 or n in ("number.count.v1", "number.unsupported_count.v1", "number.new_rate.v1")]
+                 or n in ("number.count.v2", "number.unsupported_count.v2", "number.new_rate.v2")]
     for name in invariant:
         assert abs(fa[name][0] - fb[name][0]) < 1e-9, name
 

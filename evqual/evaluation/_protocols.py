@@ -5,9 +5,11 @@
     both sides) and stratified by task and label, shuffled with seed 42.  Each
     fold trains on the other four folds plus every row of the other splits
     (RAGTruth's train split).  Within that training side a grouped validation
-    part (:func:`evqual.models.validation_split`, 20% of sources, seed 42)
-    is held out for calibration and thresholds, so the held-out fold is never
-    seen before prediction.  Out-of-fold predictions are pooled for metrics.
+    part (:func:`evqual.models.validation_split`, seed 42) is held out for
+    calibration and thresholds: 25% of the sources of its *test-split* rows,
+    so that thresholds are tuned on the task mix being tested rather than on
+    the QA-heavy train split.  The held-out fold is never seen before
+    prediction.  Out-of-fold predictions are pooled for metrics.
     Data without a ``test`` split is cross-validated as a whole.
 
 ``official``

@@ -75,7 +75,7 @@ def evaluate(data=None, method: str = "evqual", protocol: str = "cv5", *, frame=
     n_pred = 0
     for fold, train_idx, test_idx in protocol_splits(frame, protocol, n_splits=n_splits,
                                                      random_state=random_state):
-        fit_idx, val_idx = validation_split(frame, train_idx, random_state=random_state)
+        fit_idx, val_idx = _validation(frame, train_idx, protocol, random_state)
         det = Detector(spec, calibration=calibration, threshold_rule=threshold_rule,
                        random_state=random_state, entity_backend=entity_backend)
         det.fit_frames(frame.iloc[fit_idx], frame.iloc[val_idx])
@@ -111,7 +111,30 @@ def evaluate(data=None, method: str = "evqual", protocol: str = "cv5", *, frame=
                         featurize_ms=1000.0 * (featurize_seconds or 0.0) / max(1, len(frame)),
                         predict_ms=1000.0 * predict_seconds / max(1, n_pred),
                         calibration=calibration, threshold_rule=threshold_rule)
+    # the validation parts of the training sides only (never the held-out folds): for model selection
+    val = [d.validation_metrics_ for d in detectors]
+    metrics["validation"] = {k: float(np.mean([v[k] for v in val if v.get(k) is not None]))
+                             for k in ("f1", "auroc", "auprc", "brier", "sentence_auroc")
+                             if any(v.get(k) is not None for v in val)}
     return EvaluationResult(protocol, method, preds, sentences, metrics, detectors, folds)
+
+
+def _validation(frame, train_idx, protocol: str, random_state: int):
+    """Grouped validation part of a training side.
+
+    Under ``cv5`` it is drawn from the training side's *test-split* rows (the
+    other four folds; 25% of their sources) so that calibration and thresholds
+    are tuned on the distribution being tested, not on the QA-heavy train split;
+    the train-split rows always stay on the fitting side.  Under ``official``
+    it is 20% of the train split's sources.
+    """
+    if protocol == "cv5":
+        split = frame["split"].astype(str).to_numpy()[train_idx]
+        pool, rest = train_idx[split == "test"], train_idx[split != "test"]
+        if len(pool) and len(np.unique(frame["source_id"].to_numpy()[pool])) >= 4:
+            fit_idx, val_idx = validation_split(frame, pool, size=0.25, random_state=random_state)
+            return np.concatenate([fit_idx, rest]), val_idx
+    return validation_split(frame, train_idx, random_state=random_state)
 
 
 def summarize(preds, sentences, *, protocol, method, spec, featurize_ms, predict_ms, calibration,

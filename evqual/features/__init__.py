@@ -7,7 +7,7 @@ families that can be switched on and off.
 
 >>> from evqual.features import EvidenceFeaturizer, list_features
 >>> list_features(families=["number"])
-['number.count.v1', 'number.unsupported_count.v1', 'number.new_rate.v1', 'number.conflict.v1']
+['number.count.v2', 'number.unsupported_count.v2', 'number.new_rate.v2', 'number.conflict.v2']
 """
 
 from ._analysis import Analysis, SentenceEvidence, analyze, analyze_many

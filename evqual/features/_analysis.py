@@ -24,6 +24,8 @@ from ._lexical import (
     support_features,
 )
 from ._similarity import ContextCache, split_tokens
+from ._novelty import negation_response, negation_sentence, novelty_response, novelty_sentence
+from ._structure import structure_response, structure_sentence
 from ._surface import length_response, length_sentence, refusal_response, refusal_sentence, task_features
 
 __all__ = ["Analysis", "SentenceEvidence", "analyze", "analyze_many"]
@@ -109,13 +111,13 @@ def analyze(example, entities, cache: ContextCache | None = None) -> Analysis:
         sent_tokens.append(toks)
         sent_all.append(n_all)
     match = index.match(sent_tokens)
+    q_toks, n_query = _query_tokens(example.query or "")
+    q_set = set(q_toks)
 
     # every letter/digit of the output lies in some sentence, so the output's
     # tokens are exactly the sentences' tokens
     out_set = set().union(*sent_tokens) if sent_tokens else set()
     n_out = sum(sent_all)
-    q_toks, n_query = _query_tokens(example.query or "")
-    q_set = set(q_toks)
 
     numbers, unsup_numbers = sentence_numbers(output, sentences, index)
     conflicts = number_conflicts(unsup_numbers, numbers, match.nearest, index)
@@ -126,7 +128,11 @@ def analyze(example, entities, cache: ContextCache | None = None) -> Analysis:
         ents, unsup_ents = sentence_entities(entities, sentences, index.vocab)
     drift_s = drift_sentence(numbers, unsup_numbers, conflicts, ents, unsup_ents)
     refusal = refusal_sentence(output, sentences)
-    ecs_values = ecs(match, drift_s["sent.number.new_rate.v1"], drift_s["sent.entity.unsupported_rate.v1"])
+    ecs_values = ecs(match, drift_s["sent.number.new_rate.v2"], drift_s["sent.entity.unsupported_rate.v1"])
+    fields, field_keys = index.fields
+    struct_s = structure_sentence(output, sentences, sent_tokens, fields, field_keys)
+    novelty_s = novelty_sentence(sent_tokens, index.vocab, q_set, index.bigrams)
+    negation_s = negation_sentence(output, sentences, sent_tokens, match.nearest, match.recall, index)
 
     response: dict = {}
     cov = coverage_features(out_set, q_set, index.vocab)
@@ -136,6 +142,9 @@ def analyze(example, entities, cache: ContextCache | None = None) -> Analysis:
     response.update(chain_features(match, ecs_values))
     response.update(drift_response(drift_s))
     response.update(refusal_response(refusal))
+    response.update(structure_response(struct_s))
+    response.update(novelty_response(novelty_s, sent_tokens))
+    response.update(negation_response(negation_s))
     response.update(length_response(n_out, index.n_tokens, n_query, len(sentences), index.n_chunks))
     response.update(task_features(example.task_type))
 
@@ -144,6 +153,9 @@ def analyze(example, entities, cache: ContextCache | None = None) -> Analysis:
     sentence.update(sentence_lexical(match, ecs_values))
     sentence.update(drift_s)
     sentence["sent.refusal.v1"] = refusal
+    sentence.update(struct_s)
+    sentence.update(novelty_s)
+    sentence.update(negation_s)
     sentence.update(length_sentence(np.asarray(sent_all, dtype=np.float64), index.n_chunks))
     for name, value in task_features(example.task_type, prefix="sent.").items():
         sentence[name] = np.full(n, value)

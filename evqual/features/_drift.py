@@ -85,10 +85,10 @@ def drift_sentence(numbers, unsup_numbers, conflicts, entities, unsup_entities) 
     n_ent = np.array([len(x) for x in entities], dtype=np.float64)
     u_ent = np.array([len(x) for x in unsup_entities], dtype=np.float64)
     return {
-        "sent.number.count.v1": n_num,
-        "sent.number.unsupported_count.v1": u_num,
-        "sent.number.new_rate.v1": _rate(u_num, n_num),
-        "sent.number.conflict.v1": conflicts,
+        "sent.number.count.v2": n_num,
+        "sent.number.unsupported_count.v2": u_num,
+        "sent.number.new_rate.v2": _rate(u_num, n_num),
+        "sent.number.conflict.v2": conflicts,
         "sent.entity.count.v1": n_ent,
         "sent.entity.unsupported_count.v1": u_ent,
         "sent.entity.unsupported_rate.v1": _rate(u_ent, n_ent),
@@ -96,17 +96,17 @@ def drift_sentence(numbers, unsup_numbers, conflicts, entities, unsup_entities) 
 
 
 def drift_response(sent: dict) -> dict:
-    n_num = float(sent["sent.number.count.v1"].sum())
-    u_num = float(sent["sent.number.unsupported_count.v1"].sum())
+    n_num = float(sent["sent.number.count.v2"].sum())
+    u_num = float(sent["sent.number.unsupported_count.v2"].sum())
     n_ent = float(sent["sent.entity.count.v1"].sum())
     u_ent = float(sent["sent.entity.unsupported_count.v1"].sum())
-    conflict = sent["sent.number.conflict.v1"]
+    conflict = sent["sent.number.conflict.v2"]
     return {
         "entity.count.v1": n_ent,
         "entity.unsupported_count.v1": u_ent,
         "entity.unsupported_rate.v1": u_ent / n_ent if n_ent else 0.0,
-        "number.count.v1": n_num,
-        "number.unsupported_count.v1": u_num,
-        "number.new_rate.v1": u_num / n_num if n_num else 0.0,
-        "number.conflict.v1": float(conflict.max()) if len(conflict) else 0.0,
+        "number.count.v2": n_num,
+        "number.unsupported_count.v2": u_num,
+        "number.new_rate.v2": u_num / n_num if n_num else 0.0,
+        "number.conflict.v2": float(conflict.max()) if len(conflict) else 0.0,
     }

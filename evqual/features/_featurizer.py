@@ -164,7 +164,7 @@ class EvidenceFeaturizer(TransformerMixin, BaseEstimator):
     ...       "output": "Paris is the capital of France, with 9 million people.", "task_type": "QA"}]
     >>> fz = EvidenceFeaturizer().fit(X)
     >>> row = dict(zip(fz.get_feature_names_out(), fz.transform(X)[0].tolist()))
-    >>> row["number.unsupported_count.v1"], row["task.qa.v1"]
+    >>> row["number.unsupported_count.v2"], row["task.qa.v1"]
     (1.0, 1.0)
     """
 

@@ -81,8 +81,8 @@ def chain_features(match, ecs_values: np.ndarray) -> dict:
     if len(ecs_values) == 0:
         ones = {k: 1.0 for k in ("chain.jaccard.mean.v1", "chain.jaccard.min.v1", "chain.recall.mean.v1",
                                  "chain.recall.min.v1", "chain.bm25.mean.v1", "chain.bm25.min.v1",
-                                 "chain.tfidf.mean.v1", "chain.tfidf.min.v1", "chain.ecs.mean.v1",
-                                 "chain.ecs.min.v1", "chain.ecs.max.v1")}
+                                 "chain.tfidf.mean.v1", "chain.tfidf.min.v1", "chain.ecs.mean.v2",
+                                 "chain.ecs.min.v2", "chain.ecs.max.v2")}
         ones["chain.precision.mean.v1"] = 0.0
         return ones
     M = np.vstack([match.jaccard, match.recall, match.precision, match.bm25, match.tfidf, ecs_values])
@@ -97,9 +97,9 @@ def chain_features(match, ecs_values: np.ndarray) -> dict:
         "chain.bm25.min.v1": lo[3],
         "chain.tfidf.mean.v1": mean[4],
         "chain.tfidf.min.v1": lo[4],
-        "chain.ecs.mean.v1": mean[5],
-        "chain.ecs.min.v1": lo[5],
-        "chain.ecs.max.v1": float(ecs_values.max()),
+        "chain.ecs.mean.v2": mean[5],
+        "chain.ecs.min.v2": lo[5],
+        "chain.ecs.max.v2": float(ecs_values.max()),
     }
 
 
@@ -110,6 +110,6 @@ def sentence_lexical(match, ecs_values: np.ndarray) -> dict:
         "sent.chain.precision.v1": match.precision,
         "sent.chain.bm25.v1": match.bm25,
         "sent.chain.tfidf.v1": match.tfidf,
-        "sent.chain.ecs.v1": ecs_values,
+        "sent.chain.ecs.v2": ecs_values,
         "sent.support.v1": match.support,
     }

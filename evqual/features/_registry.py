@@ -20,6 +20,10 @@ family                     what it measures
                            against its chunks, and the Evidence-Chain Score
 ``entity``                 entities of the output absent from the context
 ``number``                 numbers of the output absent from the context
+                           (time-aware since v2)
+``structure``              field-by-field checks against a structured record
+``novelty``                novel tokens, bigrams and runs of novel tokens
+``negation``               negation or antonym reversals against the nearest chunk
 ``refusal``                refusal wording
 ``length``                 sizes and ratios of output, context, query
 ``task``                   one-hot task indicator
@@ -111,20 +115,35 @@ _SPECS = [
     ("chain.bm25.min.v1", "chain", _R, 0, 1, "min normalised BM25 support"),
     ("chain.tfidf.mean.v1", "chain", _R, 0, 1, "mean max local TF-IDF cosine (IDF fitted on the context's chunks)"),
     ("chain.tfidf.min.v1", "chain", _R, 0, 1, "min max local TF-IDF cosine"),
-    ("chain.ecs.mean.v1", "chain", _R, 0, 1, "mean Evidence-Chain Score"),
-    ("chain.ecs.min.v1", "chain", _R, 0, 1, "min Evidence-Chain Score"),
-    ("chain.ecs.max.v1", "chain", _R, 0, 1, "max Evidence-Chain Score"),
+    ("chain.ecs.mean.v2", "chain", _R, 0, 1, "mean Evidence-Chain Score"),
+    ("chain.ecs.min.v2", "chain", _R, 0, 1, "min Evidence-Chain Score"),
+    ("chain.ecs.max.v2", "chain", _R, 0, 1, "max Evidence-Chain Score"),
     # ---- entity drift
     ("entity.count.v1", "entity", _R, 0, INF, "entity mentions in the output"),
     ("entity.unsupported_count.v1", "entity", _R, 0, INF,
      "entity mentions with a token absent from the context"),
     ("entity.unsupported_rate.v1", "entity", _R, 0, 1, "unsupported / all entity mentions (0 if none)"),
     # ---- number drift
-    ("number.count.v1", "number", _R, 0, INF, "number mentions in the output"),
-    ("number.unsupported_count.v1", "number", _R, 0, INF, "number mentions whose value is not in the context"),
-    ("number.new_rate.v1", "number", _R, 0, 1, "unsupported / all number mentions (0 if none)"),
-    ("number.conflict.v1", "number", _R, 0, 1,
+    ("number.count.v2", "number", _R, 0, INF, "number mentions in the output"),
+    ("number.unsupported_count.v2", "number", _R, 0, INF, "number mentions whose value is not in the context"),
+    ("number.new_rate.v2", "number", _R, 0, 1, "unsupported / all number mentions (0 if none)"),
+    ("number.conflict.v2", "number", _R, 0, 1,
      "1 if some sentence has an unsupported number while its nearest chunk has a number the sentence lacks"),
+    # ---- structure (Data2txt field checks)
+    ("structure.conflict.v1", "structure", _R, 0, INF,
+     "mentions of a false/no field without negation, or of a true field with negation"),
+    ("structure.null.v1", "structure", _R, 0, INF, "mentions of a field whose value is null"),
+    ("structure.absent.v1", "structure", _R, 0, INF,
+     "mentions of a common business attribute the record does not have"),
+    # ---- novelty
+    ("novelty.tokens.v1", "novelty", _R, 0, INF, "distinct content tokens in neither the context nor the query"),
+    ("novelty.bigram_rate.v1", "novelty", _R, 0, 1, "share of content-token bigrams absent from the context"),
+    ("novelty.run.max.v1", "novelty", _R, 0, INF, "longest run of consecutive novel content tokens"),
+    # ---- negation
+    ("negation.mismatch.v1", "negation", _R, 0, 1,
+     "1 if some sentence and its nearest chunk disagree on negation while sharing half the sentence's tokens"),
+    ("negation.antonym.v1", "negation", _R, 0, 1,
+     "1 if some sentence uses a word whose antonym (not the word) is in its nearest chunk"),
     # ---- refusal
     ("refusal.any.v1", "refusal", _R, 0, 1, "1 if any sentence uses refusal wording"),
     ("refusal.rate.v1", "refusal", _R, 0, 1, "share of sentences with refusal wording"),
@@ -146,16 +165,24 @@ _SPECS = [
     ("sent.chain.precision.v1", "chain", _S, 0, 1, "share of the nearest chunk's tokens in the sentence"),
     ("sent.chain.bm25.v1", "chain", _S, 0, 1, "normalised BM25 support"),
     ("sent.chain.tfidf.v1", "chain", _S, 0, 1, "max local TF-IDF cosine"),
-    ("sent.chain.ecs.v1", "chain", _S, 0, 1, "Evidence-Chain Score"),
+    ("sent.chain.ecs.v2", "chain", _S, 0, 1, "Evidence-Chain Score"),
     ("sent.support.v1", "support", _S, 0, 1, "share of the sentence's tokens found anywhere in the context"),
     ("sent.entity.count.v1", "entity", _S, 0, INF, "entity mentions in the sentence"),
     ("sent.entity.unsupported_count.v1", "entity", _S, 0, INF, "unsupported entity mentions"),
     ("sent.entity.unsupported_rate.v1", "entity", _S, 0, 1, "unsupported / all entity mentions (0 if none)"),
-    ("sent.number.count.v1", "number", _S, 0, INF, "number mentions in the sentence"),
-    ("sent.number.unsupported_count.v1", "number", _S, 0, INF, "unsupported number mentions"),
-    ("sent.number.new_rate.v1", "number", _S, 0, 1, "unsupported / all number mentions (0 if none)"),
-    ("sent.number.conflict.v1", "number", _S, 0, 1,
+    ("sent.number.count.v2", "number", _S, 0, INF, "number mentions in the sentence"),
+    ("sent.number.unsupported_count.v2", "number", _S, 0, INF, "unsupported number mentions"),
+    ("sent.number.new_rate.v2", "number", _S, 0, 1, "unsupported / all number mentions (0 if none)"),
+    ("sent.number.conflict.v2", "number", _S, 0, 1,
      "1 if the sentence has an unsupported number and its nearest chunk a number the sentence lacks"),
+    ("sent.structure.conflict.v1", "structure", _S, 0, INF, "conflicting field mentions"),
+    ("sent.structure.null.v1", "structure", _S, 0, INF, "mentions of null fields"),
+    ("sent.structure.absent.v1", "structure", _S, 0, INF, "mentions of attributes absent from the record"),
+    ("sent.novelty.tokens.v1", "novelty", _S, 0, INF, "distinct content tokens in neither context nor query"),
+    ("sent.novelty.bigram_rate.v1", "novelty", _S, 0, 1, "share of content bigrams absent from the context"),
+    ("sent.novelty.run.v1", "novelty", _S, 0, INF, "longest run of consecutive novel content tokens"),
+    ("sent.negation.mismatch.v1", "negation", _S, 0, 1, "negation differs from the nearest chunk (recall >= 0.5)"),
+    ("sent.negation.antonym.v1", "negation", _S, 0, 1, "a word's antonym, not the word, is in the nearest chunk"),
     ("sent.refusal.v1", "refusal", _S, 0, 1, "1 if the sentence uses refusal wording"),
     ("sent.length.tokens.v1", "length", _S, 0, INF, "tokens in the sentence"),
     ("sent.length.position.v1", "length", _S, 0, 1, "sentence index / max(1, sentences - 1)"),
@@ -171,7 +198,8 @@ FEATURES: dict[str, FeatureSpec] = {
 }
 """Every static feature, by name, in canonical (output) order."""
 
-CONTENT_FAMILIES = ("coverage", "support", "semantic", "chain", "entity", "number", "refusal", "length", "task")
+CONTENT_FAMILIES = ("coverage", "support", "semantic", "chain", "entity", "number", "structure", "novelty",
+                    "negation", "refusal", "length", "task")
 FAMILIES = CONTENT_FAMILIES + ("meta",)
 
 META_NUMERIC = (

@@ -80,11 +80,13 @@ class ContextIndex:
         indptr, indices, data = [0], [], []
         dl, n_tokens = [], 0
         chunk_numbers = []
+        chunk_tokens: list[list[str]] = []
         stop = STOP_WORDS
         for text in self.chunk_texts:
             all_toks = _TOKEN_RE.findall(text.lower())
             chunk_numbers.append(context_number_values(text, all_toks))
             toks = [t for t in all_toks if t not in stop]
+            chunk_tokens.append(toks)
             n_tokens += len(all_toks)
             counts: dict[int, int] = {}
             for t in toks:
@@ -140,6 +142,36 @@ class ContextIndex:
             self._dense = False
         self._chunk_numbers = chunk_numbers
         self.numbers: set[str] = set().union(*self._chunk_numbers)
+        self.chunk_tokens = chunk_tokens
+        self._bigrams = None
+        self._fields = None
+        self._negation: dict[int, tuple] = {}
+
+    @property
+    def bigrams(self) -> set:
+        """Adjacent content-token pairs of every chunk (computed on first use)."""
+        if self._bigrams is None:
+            self._bigrams = {p for toks in self.chunk_tokens for p in zip(toks, toks[1:])}
+        return self._bigrams
+
+    @property
+    def fields(self):
+        """``(fields, keys)`` of :func:`evqual.features._structure.parse_fields` (computed on first use)."""
+        if self._fields is None:
+            from ._structure import parse_fields
+
+            self._fields = parse_fields(self.chunk_texts)
+        return self._fields
+
+    def chunk_negation(self, k: int) -> tuple[bool, set]:
+        """Whether chunk ``k`` has a negation cue, and its content-token set."""
+        got = self._negation.get(k)
+        if got is None:
+            from ._structure import NEGATION_RE
+
+            got = self._negation[k] = (NEGATION_RE.search(self.chunk_texts[k]) is not None,
+                                       set(self.chunk_tokens[k]))
+        return got
 
     def chunk_numbers(self, k: int) -> set[str]:
         """Number values of chunk ``k``."""

@@ -199,10 +199,17 @@ class Detector:
         else:
             self.classifier_ = tune_threshold(calibrated, val, y_val, self.threshold_rule)
             self.threshold_ = float(self.classifier_.best_threshold_)
+        from ..evaluation._metrics import binary_metrics
+
+        val_risk = self.classifier_.predict_proba(val)[:, 1]
+        self.validation_metrics_ = binary_metrics(y_val, val_risk, self.threshold_)
         self.sentence_threshold_ = None
         if self.spec.sentence_level:
             risks, labels = self._sentence_scores(val)
             if len(labels) and len(np.unique(labels)) == 2:
+                from sklearn.metrics import roc_auc_score
+
+                self.validation_metrics_["sentence_auroc"] = float(roc_auc_score(labels, risks))
                 tuned = tune_threshold(_ScoreClassifier().fit(risks[:, None], labels), risks[:, None], labels,
                                        self.threshold_rule)
                 self.sentence_threshold_ = float(tuned.best_threshold_)

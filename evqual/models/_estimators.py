@@ -18,7 +18,7 @@ from sklearn.model_selection import GroupKFold
 from sklearn.utils.validation import check_is_fitted
 
 from ..features import feature_spec
-from ._frame import SENT, TEXT
+from ._frame import OUTPUT, SENT, TEXT
 
 __all__ = ["FeatureSelector", "TextColumn", "SentenceMaxClassifier", "StackedEvidenceClassifier", "RULES",
            "aggregate_sentence_risks", "AGGREGATE_NAMES"]
@@ -80,13 +80,22 @@ class FeatureSelector(TransformerMixin, BaseEstimator):
 
 
 class TextColumn(TransformerMixin, BaseEstimator):
-    """The ``__text__`` column (query, context and output joined) as a list of strings."""
+    """A text column of the frame as a list of strings.
+
+    Parameters
+    ----------
+    column : {"text", "output"}, default="text"
+        ``"text"``: query, context and output joined; ``"output"``: the output alone.
+    """
+
+    def __init__(self, column="text"):
+        self.column = column
 
     def fit(self, X, y=None):
         return self
 
     def transform(self, X):
-        return X[TEXT].tolist()
+        return X[OUTPUT if self.column == "output" else TEXT].tolist()
 
 
 # ---------------------------------------------------------------- sentence rules (seed 004)
@@ -111,7 +120,7 @@ def _rule_nli_proxy(V, names):
     + 0.15 entity rate + 0.05 refusal (seed 004's NLI-proxy; the weights are ours)."""
     r = (0.35 * (1.0 - V[:, _col(names, "sent.chain.tfidf.v1")])
          + 0.25 * (1.0 - V[:, _col(names, "sent.chain.recall.v1")])
-         + 0.20 * V[:, _col(names, "sent.number.new_rate.v1")]
+         + 0.20 * V[:, _col(names, "sent.number.new_rate.v2")]
          + 0.15 * V[:, _col(names, "sent.entity.unsupported_rate.v1")]
          + 0.05 * V[:, _col(names, "sent.refusal.v1")])
     return np.clip(r, 0.0, 1.0)
@@ -134,16 +143,20 @@ def aggregate_sentence_risks(risks: list[np.ndarray]) -> np.ndarray:
     return out
 
 
-def _stack_sentences(X, cols, with_labels: bool):
+def _stack_sentences(X, cols, with_labels: bool, response_cols=()):
     blocks = X[SENT].tolist()
+    R = X[list(response_cols)].to_numpy(dtype=np.float64) if response_cols else None
     rows, labels, lengths = [], [], []
-    for b in blocks:
+    for i, b in enumerate(blocks):
         lengths.append(len(b.values))
         if len(b.values):
-            rows.append(b.values[:, cols])
+            v = b.values[:, cols]
+            if R is not None:
+                v = np.hstack([v, np.repeat(R[i:i + 1], len(v), axis=0)])
+            rows.append(v)
         if with_labels:
             labels.append(b.labels if b.labels is not None else np.full(len(b.values), -1))
-    V = np.vstack(rows) if rows else np.zeros((0, len(cols)))
+    V = np.vstack(rows) if rows else np.zeros((0, len(cols) + len(response_cols)))
     y = np.concatenate(labels) if with_labels and labels else None
     return V, y, lengths
 
@@ -171,13 +184,18 @@ class SentenceMaxClassifier(ClassifierMixin, BaseEstimator):
         Sentence feature families for ``estimator``.
     include_metadata : bool
         Also give ``estimator`` the metadata features.
+    response_families : sequence of str or None
+        Response-level feature families appended to every sentence row of the
+        response (context for the sentence model); ``None`` adds none.
     """
 
-    def __init__(self, estimator=None, *, rule=None, families=None, include_metadata=False):
+    def __init__(self, estimator=None, *, rule=None, families=None, include_metadata=False,
+                 response_families=None):
         self.estimator = estimator
         self.rule = rule
         self.families = families
         self.include_metadata = include_metadata
+        self.response_families = response_families
 
     def _columns(self, names):
         return [names.index(n) for n in select_names(names, self.families, self.include_metadata)]
@@ -192,7 +210,9 @@ class SentenceMaxClassifier(ClassifierMixin, BaseEstimator):
         self.sentence_names_ = tuple(names)
         if self.rule is None:
             self.columns_ = self._columns(list(names))
-            V, ys, _ = _stack_sentences(X, self.columns_, with_labels=True)
+            self.response_columns_ = (select_names(X.columns, self.response_families, self.include_metadata)
+                                      if self.response_families is not None else [])
+            V, ys, _ = _stack_sentences(X, self.columns_, with_labels=True, response_cols=self.response_columns_)
             keep = ys >= 0
             if keep.sum() == 0 or len(np.unique(ys[keep])) < 2:
                 raise ValueError("no sentence labels with both classes to fit on (spans are needed).")
@@ -207,7 +227,8 @@ class SentenceMaxClassifier(ClassifierMixin, BaseEstimator):
             blocks = X[SENT].tolist()
             fn = RULES[self.rule]
             return [fn(b.values, list(b.names)) if len(b.values) else np.zeros(0) for b in blocks]
-        V, _, lengths = _stack_sentences(X, self.columns_, with_labels=False)
+        V, _, lengths = _stack_sentences(X, self.columns_, with_labels=False,
+                                         response_cols=getattr(self, "response_columns_", []))
         p = self.estimator_.predict_proba(V)[:, 1] if len(V) else np.zeros(0)
         del names
         return _split_back(p, lengths)
@@ -228,7 +249,8 @@ class SentenceMaxClassifier(ClassifierMixin, BaseEstimator):
             imp = getattr(est.steps[-1][1], "feature_importances_", None)
         if imp is None:
             return None
-        return [self.sentence_names_[c] for c in self.columns_], np.asarray(imp)
+        names = [self.sentence_names_[c] for c in self.columns_] + list(getattr(self, "response_columns_", []))
+        return names, np.asarray(imp)
 
 
 class StackedEvidenceClassifier(ClassifierMixin, BaseEstimator):
@@ -251,24 +273,35 @@ class StackedEvidenceClassifier(ClassifierMixin, BaseEstimator):
         Content families for both models.
     include_metadata : bool
         Give both models generator, quality and temperature features.
+    text_estimator : classifier or None
+        A model of the output text whose out-of-fold risk joins the response features.
+    sentence_context : sequence of str or None
+        Response-level families appended to every sentence row.
     cv : int
         Folds for the out-of-fold sentence risks.
     """
 
-    def __init__(self, sentence_estimator, response_estimator, *, families=None, include_metadata=False, cv=3):
+    def __init__(self, sentence_estimator, response_estimator, *, text_estimator=None, families=None,
+                 include_metadata=False, sentence_context=None, cv=3):
         self.sentence_estimator = sentence_estimator
         self.response_estimator = response_estimator
+        self.text_estimator = text_estimator
+        self.sentence_context = sentence_context
         self.families = families
         self.include_metadata = include_metadata
         self.cv = cv
 
     def _sentence_model(self):
         return SentenceMaxClassifier(self.sentence_estimator, families=self.families,
-                                     include_metadata=self.include_metadata)
+                                     include_metadata=self.include_metadata,
+                                     response_families=self.sentence_context)
 
-    def _response_matrix(self, X, risks):
+    def _response_matrix(self, X, risks, text_risk=None):
         R = X[self.response_columns_].to_numpy(dtype=np.float64)
-        return np.hstack([R, aggregate_sentence_risks(risks)])
+        parts = [R, aggregate_sentence_risks(risks)]
+        if self.text_estimator is not None:
+            parts.append(np.asarray(text_risk, dtype=np.float64).reshape(-1, 1))
+        return np.hstack(parts)
 
     def fit(self, X, y):
         y = np.asarray(y).astype(int)
@@ -276,17 +309,27 @@ class StackedEvidenceClassifier(ClassifierMixin, BaseEstimator):
         self.response_columns_ = select_names(X.columns, self.families, self.include_metadata)
         groups = X["source_id"].to_numpy() if "source_id" in X.columns else np.arange(len(X))
         oof: list = [None] * len(X)
+        text_oof = np.full(len(X), np.nan)
         n_groups = len(np.unique(groups))
         if n_groups >= self.cv:
             for tr, te in GroupKFold(n_splits=self.cv).split(X, y, groups):
                 m = self._sentence_model().fit(X.iloc[tr], y[tr])
                 for i, r in zip(te, m.sentence_proba(X.iloc[te])):
                     oof[i] = r
+                if self.text_estimator is not None:
+                    t = clone(self.text_estimator).fit(X.iloc[tr], y[tr])
+                    text_oof[te] = t.predict_proba(X.iloc[te])[:, 1]
         self.sentence_model_ = self._sentence_model().fit(X, y)
+        if self.text_estimator is not None:
+            self.text_model_ = clone(self.text_estimator).fit(X, y)
         if any(r is None for r in oof):
             oof = self.sentence_model_.sentence_proba(X)
-        self.response_model_ = clone(self.response_estimator).fit(self._response_matrix(X, oof), y)
+            if self.text_estimator is not None:
+                text_oof = self.text_model_.predict_proba(X)[:, 1]
+        self.response_model_ = clone(self.response_estimator).fit(self._response_matrix(X, oof, text_oof), y)
         self.feature_names_ = list(self.response_columns_) + list(AGGREGATE_NAMES)
+        if self.text_estimator is not None:
+            self.feature_names_.append("agg.output_text")
         return self
 
     def sentence_proba(self, X) -> list[np.ndarray]:
@@ -296,7 +339,8 @@ class StackedEvidenceClassifier(ClassifierMixin, BaseEstimator):
     def predict_proba(self, X):
         check_is_fitted(self, "response_model_")
         risks = self.sentence_model_.sentence_proba(X)
-        return self.response_model_.predict_proba(self._response_matrix(X, risks))
+        text_risk = self.text_model_.predict_proba(X)[:, 1] if self.text_estimator is not None else None
+        return self.response_model_.predict_proba(self._response_matrix(X, risks, text_risk))
 
     def predict(self, X):
         return (self.predict_proba(X)[:, 1] >= 0.5).astype(int)

@@ -10,6 +10,7 @@ classifier over *response rows*, so that calibration
   feature matrix, the column names and, when known, sentence labels) for
   methods that score sentences and take the maximum;
 * ``__text__``: query, context and output joined, for the TF-IDF baseline;
+* ``__output__``: the output alone, for evqual's output-text model;
 * ``source_id`` and ``task_type`` (grouping and per-task models).
 
 Features are computed once per dataset; evaluation protocols slice the frame.
@@ -24,10 +25,11 @@ import numpy as np
 from ..data._targets import response_label, sentence_targets
 from ..features import EvidenceFeaturizer, as_examples
 
-__all__ = ["SentenceBlock", "FrameBuilder", "SENT", "TEXT", "FRAME_INFO_COLUMNS"]
+__all__ = ["SentenceBlock", "FrameBuilder", "SENT", "TEXT", "OUTPUT", "FRAME_INFO_COLUMNS"]
 
 SENT = "__sent__"
 TEXT = "__text__"
+OUTPUT = "__output__"
 FRAME_INFO_COLUMNS = ("id", "source_id", "task_type", "model", "quality", "split", "label")
 
 
@@ -95,6 +97,7 @@ class FrameBuilder:
         frame = pd.DataFrame(R, columns=self.response_names)
         frame[SENT] = blocks
         frame[TEXT] = [f"{ex.query}\n{ex.context}\n{ex.output}" for ex in ex_list]
+        frame[OUTPUT] = [ex.output for ex in ex_list]
         frame["id"] = [ex.id for ex in ex_list]
         frame["source_id"] = [ex.source_id if ex.source_id is not None else ex.id for ex in ex_list]
         frame["task_type"] = [ex.task_type for ex in ex_list]

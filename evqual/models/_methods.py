@@ -24,9 +24,11 @@ random-forest          004      60-tree class-balanced random forest on sentence
                                 response = max
 ecs-span               004      40-tree ExtraTrees on ECS, support-gap, unsupported-detail and
                                 task features per sentence; response = max
-evqual                 ours     stacked: gradient-boosted sentence model, its out-of-fold risks
-                                aggregated into a gradient-boosted response model; content and task
-                                features only (no generator, temperature or quality)
+evqual                 ours     stacked: a gradient-boosted sentence model (sentence features plus
+                                their response's context) and an output-text model (word 1-2-gram
+                                TF-IDF + LR); their out-of-fold risks join the response features of a
+                                gradient-boosted response model; content and task only (no generator,
+                                temperature or quality)
 evqual-meta            ours     the same with generator, temperature and quality features
 =====================  =======  ====================================================================
 
@@ -157,9 +159,23 @@ def _hgb(seed=SEED, **kw):
     return HistGradientBoostingClassifier(**params)
 
 
+def _output_text_lr():
+    """Word 1-2-gram TF-IDF of the output alone + LR: wording and style of the answer."""
+    return make_pipeline(TextColumn("output"),
+                         TfidfVectorizer(ngram_range=(1, 2), min_df=3, max_features=50000, sublinear_tf=True),
+                         LogisticRegression(C=2.0, class_weight="balanced", max_iter=2000))
+
+
+SENTENCE_CONTEXT = ("coverage", "support", "chain", "novelty", "length")
+
+
 def _evqual(include_metadata: bool):
-    return lambda: StackedEvidenceClassifier(_hgb(), _hgb(max_iter=250), families=None,
-                                             include_metadata=include_metadata, cv=3)
+    # tree size chosen on the validation parts of the cv5 training sides (never the held-out folds)
+    return lambda: StackedEvidenceClassifier(_hgb(min_samples_leaf=20, max_leaf_nodes=15),
+                                             _hgb(max_iter=250, min_samples_leaf=20, max_leaf_nodes=15),
+                                             text_estimator=_output_text_lr(),
+                                             families=None, include_metadata=include_metadata,
+                                             sentence_context=SENTENCE_CONTEXT, cv=3)
 
 
 _SPECS = [

@@ -16,8 +16,12 @@ mention                     value
 ``67 million``              ``67000000``
 ==========================  ==========
 
-Digits inside times and dates are separate mentions (``17:30`` gives 17 and
-30; ``2022-01-09`` gives 2022, 1 and 9).  Spelled-out numbers (``three``)
+Times are one mention each, valued on a 24-hour clock: ``5 PM``, ``5:00 pm``
+and ``17:00`` (or RAGTruth's ``17:0``) are all ``t17:00``; ``noon`` is
+``t12:00`` and ``midnight`` ``t0:00``.  A context time also makes its hour
+present as a plain number on both clocks (``17:0`` supports a bare ``5`` or
+``17``).  Digits inside dates are separate mentions (``2022-01-09`` gives
+2022, 1 and 9).  Spelled-out numbers (``three``)
 are *not* extracted from outputs, because words like "one" are mostly not
 quantities; :func:`context_number_values` does add them to the evidence
 inventory, so an output that writes ``3`` where the context says ``three``
@@ -50,6 +54,31 @@ _NUMBER_RE = re.compile(
     re.IGNORECASE,
 )
 
+_TIME_RE = re.compile(
+    r"(?<![\w.,:])(?P<h>\d{1,2})(?::(?P<m>\d{1,2}))?\s?(?P<ap>[ap]\.?\s?m\b\.?)"
+    r"|(?<![\w.,:])(?P<h24>\d{1,2}):(?P<m24>\d{1,2})(?![\d:])"
+    r"|\b(?P<word>noon|midnight)\b",
+    re.IGNORECASE,
+)
+
+
+def _time_value(m) -> tuple[str, int] | None:
+    """``("tH:MM", H)`` for a time match, or None when out of range."""
+    if m.group("word"):
+        h, mi = (12, 0) if m.group("word").lower() == "noon" else (0, 0)
+    elif m.group("ap"):
+        h, mi = int(m.group("h")), int(m.group("m") or 0)
+        if not 1 <= h <= 12:
+            return None
+        pm = m.group("ap").lower().startswith("p")
+        h = (h % 12) + (12 if pm else 0)
+    else:
+        h, mi = int(m.group("h24")), int(m.group("m24"))
+    if h > 24 or mi > 59:
+        return None
+    return f"t{h}:{mi:02d}", h
+
+
 _WORD_NUMBERS = {
     w: str(i)
     for i, w in enumerate(
@@ -77,7 +106,7 @@ class NumberMention(NamedTuple):
     raw_value : str
         Canonical value of the digits alone, scale not applied.
     unit : str
-        ``"%"``, a currency symbol, or ``""``.
+        ``"%"``, a currency symbol, ``"time"``, or ``""``.
     """
 
     start: int
@@ -122,7 +151,19 @@ def extract_numbers(text: str) -> list[NumberMention]:
     [('23.7', '$'), ('16', '%'), ('1600', '')]
     """
     out = []
+    taken = []
+    for m in _TIME_RE.finditer(text):
+        tv = _time_value(m)
+        if tv is None:
+            continue
+        end = m.end()
+        while end > m.start() and text[end - 1] in " .":
+            end -= 1
+        out.append(NumberMention(m.start(), end, text[m.start():end], tv[0], str(tv[1]), "time"))
+        taken.append((m.start(), m.end()))
     for m in _NUMBER_RE.finditer(text):
+        if taken and any(s <= m.start("num") < e for s, e in taken):
+            continue
         num = m.group("num")
         scale = m.group("scale")
         unit = "%" if m.group("pct") else (m.group("cur") or "")
@@ -140,6 +181,8 @@ def extract_numbers(text: str) -> list[NumberMention]:
                 unit=unit,
             )
         )
+    if taken:
+        out.sort(key=lambda mention: mention.start)
     return out
 
 
@@ -156,6 +199,11 @@ def context_number_values(text: str, tokens=None) -> set[str]:
     ['3', '67', '67000000']
     """
     values: set[str] = set()
+    for m in _TIME_RE.finditer(text):
+        tv = _time_value(m)
+        if tv is not None:
+            h = tv[1]
+            values.update((tv[0], str(h), str(h % 12 or 12)))
     for m in _NUMBER_RE.finditer(text):
         num, scale = m.group("num"), m.group("scale")
         raw = normalize_number(num)

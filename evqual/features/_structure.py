@@ -1,0 +1,138 @@
+"""Family ``structure``: field-by-field checks against a structured record (Data2txt).
+
+A *field* is a chunk line ``label: value`` whose value is a yes/no/null flag
+(``true``, ``false``, ``null``, ``no``, ``none``; the rendering of
+:func:`evqual.data.render_structured`, but any context with such lines
+qualifies).  A sentence *mentions* a field when it contains every content token
+of the field's last label component (plural ``s`` ignored, generic words such
+as "restaurants" or "business" dropped) or their concatenation (``WiFi`` for
+"Wi Fi", ``takeout`` for "Take Out").  Per sentence:
+
+* ``conflict``: a field whose value is false/no/none is mentioned without a
+  negation cue, or a true field is mentioned with one ("has outdoor seating"
+  when ``OutdoorSeating: false``);
+* ``null``: a field whose value is null is mentioned (RAGTruth's
+  ``due_to_null`` hallucinations: "does not take reservations" when
+  ``RestaurantsReservations: null``);
+* ``absent``: a common business attribute of :data:`KNOWN_ATTRIBUTES` is
+  mentioned while the record has no such field at all ("accepts credit
+  cards" with no credit-card field).  Only for contexts that have fields.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from ..text import STOP_WORDS
+from ..text._tokens import TOKEN_PATTERN
+
+__all__ = ["parse_fields", "structure_sentence", "structure_response", "KNOWN_ATTRIBUTES", "NEGATION_RE"]
+
+_TOKEN_RE = re.compile(TOKEN_PATTERN)
+_GENERIC = frozenset({"attributes", "restaurants", "business", "accepts", "allowed", "good", "range2", "level",
+                      "has", "offers"})
+_FALSE = frozenset({"false", "no", "none", "u'no'", "u'none'", "'no'", "'none'"})
+_TRUE = frozenset({"true", "yes"})
+_NULL = frozenset({"null"})
+NEGATION_RE = re.compile(
+    r"\b(?:no|not|never|without|lacks?|lacking|neither|nor|unavailable|cannot|none)\b|n['\u2019]t\b", re.IGNORECASE)
+
+KNOWN_ATTRIBUTES = {
+    "BusinessAcceptsCreditCards": ("credit", "card"),
+    "RestaurantsDelivery": ("delivery",),
+    "RestaurantsTakeOut": ("takeout",),
+    "OutdoorSeating": ("outdoor", "seating"),
+    "WiFi": ("wifi",),
+    "RestaurantsReservations": ("reservation",),
+    "GoodForKids": ("kid",),
+    "DogsAllowed": ("dog",),
+    "WheelchairAccessible": ("wheelchair",),
+    "HasTV": ("tv",),
+    "HappyHour": ("happy", "hour"),
+    "BikeParking": ("bike", "parking"),
+    "Caters": ("catering",),
+    "DriveThru": ("drive", "thru"),
+    "RestaurantsTableService": ("table", "service"),
+    "GoodForDancing": ("dancing",),
+    "CoatCheck": ("coat", "check"),
+    "Smoking": ("smoking",),
+    "ByAppointmentOnly": ("appointment",),
+    "Music": ("live", "music"),
+    "BusinessParking": ("parking",),
+    "Alcohol": ("alcohol",),
+}
+"""Common business attributes and the words that mention them (for ``absent``)."""
+
+
+def _norm(tok: str) -> str:
+    return tok[:-1] if len(tok) > 3 and tok.endswith("s") and not tok.endswith("ss") else tok
+
+
+def _phrase(label: str):
+    last = label.split(" / ")[-1]
+    full = [t.lower() for t in _TOKEN_RE.findall(last)]
+    content = [_norm(t) for t in full if t not in STOP_WORDS and t not in _GENERIC]
+    return tuple(content), "".join(full)
+
+
+def parse_fields(chunk_texts):
+    """Flag fields and key names of a structured context.
+
+    Returns
+    -------
+    fields : list of (label, kind, phrase_tokens, joined)
+        Every flag field (kind ``"true"``, ``"false"`` or ``"null"``).
+    keys : set of str
+        Every label component of every ``label: value`` line, lower-cased
+        without spaces (``"businessacceptscreditcards"``).
+    """
+    fields, keys = [], set()
+    for text in chunk_texts:
+        if ": " not in text or "; " in text:
+            continue
+        label, _, value = text.rpartition(": ")
+        keys.update(part.replace(" ", "").lower() for part in label.split(" / "))
+        v = value.strip().lower()
+        kind = "false" if v in _FALSE else "true" if v in _TRUE else "null" if v in _NULL else None
+        if kind is None:
+            continue
+        phrase, joined = _phrase(label)
+        if phrase or joined:
+            fields.append((label, kind, phrase, joined))
+    return fields, keys
+
+
+def _mentions(phrase, joined, toks: set) -> bool:
+    if phrase and all(t in toks for t in phrase):
+        return True
+    return bool(joined) and joined in toks
+
+
+def structure_sentence(output: str, sentences, sent_tokens, fields, field_keys) -> dict:
+    """Per-sentence counts of conflicting, null and absent field mentions."""
+    n = len(sentences)
+    conflict, null, absent = np.zeros(n), np.zeros(n), np.zeros(n)
+    if fields:
+        for i, ((s, e), toks) in enumerate(zip(sentences, sent_tokens)):
+            tset = {_norm(t) for t in toks} | set(toks)
+            negated = NEGATION_RE.search(output, s, e) is not None
+            for _, kind, phrase, joined in fields:
+                if not _mentions(phrase, joined, tset):
+                    continue
+                if kind == "null":
+                    null[i] += 1
+                elif (kind == "false") != negated:
+                    conflict[i] += 1
+            for key, words in KNOWN_ATTRIBUTES.items():
+                if key.lower() not in field_keys and all(w in tset for w in words):
+                    absent[i] += 1
+    return {"sent.structure.conflict.v1": conflict, "sent.structure.null.v1": null,
+            "sent.structure.absent.v1": absent}
+
+
+def structure_response(sent: dict) -> dict:
+    return {"structure.conflict.v1": float(sent["sent.structure.conflict.v1"].sum()),
+            "structure.null.v1": float(sent["sent.structure.null.v1"].sum()),
+            "structure.absent.v1": float(sent["sent.structure.absent.v1"].sum())}
