@@ -7,7 +7,7 @@ import platform
 import resource
 import time
 
-__all__ = ["bench_featurize", "tokenize_floor", "peak_rss_mb", "pin_one_core"]
+__all__ = ["bench_featurize", "bench_score", "bench_fit", "tokenize_floor", "peak_rss_mb", "pin_one_core"]
 
 
 def pin_one_core() -> None:
@@ -85,3 +85,74 @@ def bench_featurize(data=None, *, entity_backend: str = "regex", repeat: int = 3
         "python": platform.python_version(),
         "platform": platform.platform(),
     }
+
+
+def bench_score(data=None, model=None, *, limit: int | None = None, batch_repeat: int = 3) -> dict:
+    """Latency of scoring one response at a time with a saved model, features included.
+
+    Each response is scored alone (``detector.predict_proba([example])``: its
+    features, the model and the calibrated risk), timed with
+    ``time.perf_counter``; the first call is a warm-up and not counted.
+    Batch throughput scores all responses in one call (best of
+    ``batch_repeat``).
+
+    Returns
+    -------
+    dict
+        ``{"responses", "ms_p50", "ms_p95", "ms_mean", "responses_per_s",
+        "batch_responses_per_s", "peak_rss_mb", "model", "method"}``;
+        ``responses_per_s`` is one-at-a-time throughput.
+    """
+    import warnings
+
+    import numpy as np
+
+    from .data import load_data, sample_path
+    from .models import default_model_path, load_detector
+
+    det = load_detector(model or default_model_path())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        examples = load_data(sample_path() if data is None else data).examples
+    if limit:
+        examples = examples[:limit]
+    det.predict_proba(examples[:1])  # warm-up
+    times = []
+    for ex in examples:
+        start = time.perf_counter()
+        det.predict_proba([ex])
+        times.append(time.perf_counter() - start)
+    ms = np.array(times) * 1000.0
+    batch = []
+    for _ in range(max(1, batch_repeat)):
+        start = time.perf_counter()
+        det.predict_proba(examples)
+        batch.append(time.perf_counter() - start)
+    return {
+        "responses": len(examples),
+        "ms_p50": round(float(np.percentile(ms, 50)), 3),
+        "ms_p95": round(float(np.percentile(ms, 95)), 3),
+        "ms_mean": round(float(ms.mean()), 3),
+        "responses_per_s": round(len(examples) / float(np.sum(times)), 1),
+        "batch_responses_per_s": round(len(examples) / min(batch), 1),
+        "peak_rss_mb": round(peak_rss_mb(), 1),
+        "model": str(model or default_model_path()),
+        "method": det.method,
+    }
+
+
+def bench_fit(data=None, method: str = "evqual") -> dict:
+    """Wall time to fit ``method`` on all of ``data`` as ``evqual train`` does (featurization included)."""
+    import warnings
+
+    from .data import load_data, sample_path
+    from .models import Detector
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        examples = load_data(sample_path() if data is None else data).examples
+        start = time.perf_counter()
+        Detector(method).fit(examples, validation_pool="test")
+        seconds = time.perf_counter() - start
+    return {"method": method, "responses": len(examples), "fit_seconds": round(seconds, 2),
+            "peak_rss_mb": round(peak_rss_mb(), 1)}

@@ -76,8 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     tr = sub.add_parser(
         "train", help="fit a method on all given data and save it with meta.json",
-        description=("Fit a method on all given data (a grouped 20%% of sources held out for calibration and "
-                     "threshold), then save model.skops and a validated meta.json to --out."))
+        description=("Fit a method on all given data, holding out a grouped validation part for calibration "
+                     "and threshold (25%% of the test split's sources when the data has one, else 20%% of all "
+                     "sources), then save model.skops and a validated meta.json to --out."))
     tr.add_argument("--data", metavar="DIR_OR_FILE", help="dataset (default: the embedded sample)")
     tr.add_argument("--method", default="evqual", help="method name (default evqual)")
     tr.add_argument("--out", required=True, metavar="DIR", help="model folder to write, e.g. models/evqual")
@@ -85,6 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--threshold-rule", choices=["f1", "seed002"], default="f1")
     tr.add_argument("--entity-backend", choices=["regex", "spacy"], default="regex")
     tr.add_argument("--metrics", metavar="FILE", help="a metrics.json to record in meta.json")
+    tr.add_argument("--validation-split", metavar="NAME", default="test",
+                    help="draw the calibration/threshold part from rows of this split when present "
+                         "(default: test, as cv5 does); otherwise 20%% of all sources")
     tr.set_defaults(func=cmd_train)
 
     rp = sub.add_parser(
@@ -97,6 +101,16 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--protocols", default="cv5,official", help="comma-separated protocols")
     rp.add_argument("--no-ablation", action="store_true", help="skip the feature-group ablation")
     rp.set_defaults(func=cmd_reproduce)
+
+    pr = sub.add_parser(
+        "predict", help="risk and flag per response with a saved model (default: models/default)",
+        description=("Score every response of a dataset with a saved detector: one row per response with its "
+                     "calibrated risk, the model's threshold, the flag and the gold label when known. Without "
+                     "--data the embedded sample is used; without --model the shipped models/default."))
+    pr.add_argument("--data", metavar="DIR_OR_FILE", help="dataset (default: the embedded sample)")
+    pr.add_argument("--model", metavar="DIR", help="model folder (default: models/default)")
+    pr.add_argument("--out", required=True, metavar="FILE", help="output .csv or .jsonl")
+    pr.set_defaults(func=cmd_predict)
 
     me = sub.add_parser("methods", help="list the detection methods", description="List every method by name.")
     me.set_defaults(func=cmd_methods)
@@ -257,7 +271,7 @@ def cmd_train(args) -> int:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            det.fit(result)
+            det.fit(result, validation_pool=args.validation_split or None)
     except MissingDependencyError as exc:
         print(f"evqual train: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -299,6 +313,45 @@ def cmd_reproduce(args) -> int:
               ablation=not args.no_ablation, data_label=f"`{label}` ({len(result)} responses)",
               log=lambda msg: print(msg, file=sys.stderr))
     return EXIT_OK
+
+
+def cmd_predict(args) -> int:
+    import warnings
+
+    from .models import ModelLoadError, default_model_path, load_detector
+
+    out = Path(args.out)
+    if out.suffix.lower() not in (".csv", ".jsonl"):
+        print(f"evqual predict: error: --out must end in .csv or .jsonl; got {out.name!r}", file=sys.stderr)
+        return EXIT_USAGE
+    model_path = Path(args.model) if args.model else default_model_path()
+    try:
+        det = load_detector(model_path)
+    except ModelLoadError as exc:
+        print(f"evqual predict: error: cannot load model: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        result, _ = _load(args.data)
+    except EvqualDataError as exc:
+        print(f"evqual predict: data error: {exc}", file=sys.stderr)
+        return EXIT_DATA
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        risk = det.predict_proba(result) if len(result) else []
+    import pandas as pd
+
+    df = pd.DataFrame({"id": [ex.id for ex in result], "task_type": [ex.task_type for ex in result],
+                       "risk": risk, "threshold": det.threshold_,
+                       "flagged": [bool(r >= det.threshold_) for r in risk],
+                       "label": pd.array([ex.label for ex in result], dtype="Int64")})
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.suffix.lower() == ".csv":
+        df.to_csv(out, index=False)
+    else:
+        df.to_json(out, orient="records", lines=True)
+    print(f"evqual: {int(df['flagged'].sum())} of {len(df)} responses flagged by {det.method} "
+          f"(threshold {det.threshold_:.3f}); wrote {out}", file=sys.stderr)
+    return EXIT_DATA if result.issues else EXIT_OK
 
 
 def cmd_methods(args) -> int:

@@ -2,6 +2,8 @@
 
     python scripts/bench.py featurize --data ../shared/data/ragtruth --json bench_featurize.json
     python scripts/bench.py featurize --data ../shared/data/ragtruth --entity-backend spacy --json b.json
+    python scripts/bench.py score --data ../shared/data/ragtruth --json bench_score.json
+    python scripts/bench.py fit --data ../shared/data/ragtruth --json bench_fit.json
 
 The benchmark pins itself to one CPU core and one BLAS thread; the logic lives
 in :mod:`evqual.bench`, this script only parses arguments.
@@ -27,12 +29,27 @@ def main(argv=None) -> int:
     fz.add_argument("--json", required=True, help="where to write the result JSON")
     fz.add_argument("--entity-backend", choices=["regex", "spacy"], default="regex")
     fz.add_argument("--repeat", type=int, default=3, help="timed runs; the best is reported (default 3)")
+    sc = sub.add_parser("score", help="latency of scoring one response at a time with a saved model")
+    sc.add_argument("--data", default=None, help="dataset path (default: the embedded sample)")
+    sc.add_argument("--model", default=None, help="model folder (default: models/default)")
+    sc.add_argument("--json", required=True, help="where to write the result JSON")
+    sc.add_argument("--limit", type=int, default=None, help="score only the first N responses")
+    ft = sub.add_parser("fit", help="time to fit a method on all of a dataset (as `evqual train`)")
+    ft.add_argument("--data", default=None, help="dataset path (default: the embedded sample)")
+    ft.add_argument("--method", default="evqual")
+    ft.add_argument("--json", required=True, help="where to write the result JSON")
     args = ap.parse_args(argv)
 
-    from evqual.bench import bench_featurize, pin_one_core
+    from evqual.bench import bench_featurize, bench_fit, bench_score, pin_one_core
 
-    pin_one_core()
-    result = bench_featurize(args.data, entity_backend=args.entity_backend, repeat=args.repeat)
+    if args.command == "fit":
+        result = bench_fit(args.data, args.method)  # both cores, as `evqual train` runs
+    else:
+        pin_one_core()
+        if args.command == "score":
+            result = bench_score(args.data, args.model, limit=args.limit)
+        else:
+            result = bench_featurize(args.data, entity_backend=args.entity_backend, repeat=args.repeat)
     with open(args.json, "w", encoding="utf-8") as fh:
         json.dump(result, fh, indent=2)
         fh.write("\n")

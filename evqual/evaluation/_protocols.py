@@ -4,7 +4,7 @@
     Five folds over the *test* split, grouped by ``source_id`` (no source on
     both sides) and stratified by task and label, shuffled with seed 42.  Each
     fold trains on the other four folds plus every row of the other splits
-    (RAGTruth's train split).  Within that training side a grouped validation
+    (RAGTruth's train split) whose source is not in the held-out fold.  Within that training side a grouped validation
     part (:func:`evqual.models.validation_split`, seed 42) is held out for
     calibration and thresholds: 25% of the sources of its *test-split* rows,
     so that thresholds are tuned on the task mix being tested rather than on
@@ -22,7 +22,8 @@
 from __future__ import annotations
 
 import numpy as np
-from sklearn.model_selection import StratifiedGroupKFold
+
+from ..models._detector import grouped_folds
 
 __all__ = ["PROTOCOLS", "protocol_splits"]
 
@@ -64,6 +65,9 @@ def protocol_splits(frame, protocol: str = "cv5", *, n_splits: int = 5, random_s
     groups = frame["source_id"].to_numpy()[test_rows]
     if len(np.unique(groups)) < n_splits:
         raise ValueError(f"cv needs at least {n_splits} sources; got {len(np.unique(groups))}")
-    splitter = StratifiedGroupKFold(n_splits=n_splits, shuffle=True, random_state=random_state)
+    splitter = grouped_folds(n_splits, random_state)
+    sources = frame["source_id"].to_numpy()
     for fold, (tr, te) in enumerate(splitter.split(test_rows, _strata(frame, test_rows), groups)):
-        yield fold, np.concatenate([test_rows[tr], extra]), test_rows[te]
+        # rows of other splits join the training side, unless their source is held out in this fold
+        held_out = np.isin(sources[extra], sources[test_rows[te]])
+        yield fold, np.concatenate([test_rows[tr], extra[~held_out]]), test_rows[te]

@@ -133,6 +133,8 @@ def _validation(frame, train_idx, protocol: str, random_state: int):
         pool, rest = train_idx[split == "test"], train_idx[split != "test"]
         if len(pool) and len(np.unique(frame["source_id"].to_numpy()[pool])) >= 4:
             fit_idx, val_idx = validation_split(frame, pool, size=0.25, random_state=random_state)
+            sources = frame["source_id"].to_numpy()
+            rest = rest[~np.isin(sources[rest], sources[val_idx])]  # a validation source never trains
             return np.concatenate([fit_idx, rest]), val_idx
     return validation_split(frame, train_idx, random_state=random_state)
 

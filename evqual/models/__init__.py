@@ -8,7 +8,15 @@
 from ._detector import CALIBRATIONS, THRESHOLD_RULES, Detector, seed002_objective, validation_split
 from ._estimators import FeatureSelector, SentenceMaxClassifier, StackedEvidenceClassifier, TextColumn
 from ._frame import FrameBuilder, SentenceBlock
-from ._io import META_FORMAT, TRUSTED_PREFIXES, ModelLoadError, load_detector, read_meta, save_detector
+from ._io import (
+    META_FORMAT,
+    TRUSTED_PREFIXES,
+    ModelLoadError,
+    default_model_path,
+    load_detector,
+    read_meta,
+    save_detector,
+)
 from ._methods import METHODS, MethodSpec, get_method, list_methods
 
 __all__ = [
@@ -26,6 +34,7 @@ __all__ = [
     "SentenceMaxClassifier",
     "StackedEvidenceClassifier",
     "TextColumn",
+    "default_model_path",
     "get_method",
     "list_methods",
     "load_detector",

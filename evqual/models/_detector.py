@@ -88,9 +88,25 @@ def validation_split(frame, idx, *, size: float = 0.2, random_state: int = 42):
     groups = sub["source_id"].to_numpy()
     if len(np.unique(groups)) < n_splits:
         raise ValueError(f"need at least {n_splits} sources for a validation split; got {len(np.unique(groups))}")
-    splitter = StratifiedGroupKFold(n_splits=n_splits, shuffle=True, random_state=random_state)
-    fit_pos, val_pos = next(splitter.split(idx, strata, groups))
+    fit_pos, val_pos = grouped_folds(n_splits, random_state).split(idx, strata, groups)[0]
     return idx[fit_pos], idx[val_pos]
+
+
+class grouped_folds:  # noqa: N801 - behaves like a splitter class
+    """StratifiedGroupKFold, falling back to GroupKFold when a stratum is too small to stratify."""
+
+    def __init__(self, n_splits: int, random_state: int):
+        self.n_splits, self.random_state = n_splits, random_state
+
+    def split(self, X, strata, groups):
+        from sklearn.model_selection import GroupKFold
+
+        try:
+            return list(StratifiedGroupKFold(n_splits=self.n_splits, shuffle=True,
+                                             random_state=self.random_state).split(X, strata, groups))
+        except ValueError:
+            return list(GroupKFold(n_splits=self.n_splits, shuffle=True,
+                                   random_state=self.random_state).split(X, strata, groups))
 
 
 class Detector:
@@ -156,7 +172,7 @@ class Detector:
             raise ValueError(f"threshold_rule must be one of {THRESHOLD_RULES}; got {self.threshold_rule!r}")
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, examples, validation=None):
+    def fit(self, examples, validation=None, *, validation_pool: str | None = None):
         """Featurize, split off a grouped validation part (unless given), fit, calibrate, tune.
 
         Parameters
@@ -164,6 +180,10 @@ class Detector:
         examples : examples (see :func:`evqual.features.as_examples`)
         validation : examples, optional
             Use these for calibration and threshold instead of a split.
+        validation_pool : str, optional
+            Draw the validation part only from rows of this split (for
+            instance ``"test"``, whose task mix is the one scored), 25% of its
+            sources; rows of other splits from those sources are not fitted on.
         """
         from ..features import as_examples
 
@@ -173,8 +193,17 @@ class Detector:
                                      exclude_implicit_true=self.exclude_implicit_true)
         if validation is None:
             frame = self.builder_.fit_transform(examples)
-            fit_idx, val_idx = validation_split(frame, np.arange(len(frame)), size=self.validation_size,
-                                                random_state=self.random_state)
+            all_idx = np.arange(len(frame))
+            split = frame["split"].astype(str).to_numpy()
+            if validation_pool is not None and (split == validation_pool).any():
+                pool, rest = all_idx[split == validation_pool], all_idx[split != validation_pool]
+                fit_idx, val_idx = validation_split(frame, pool, size=0.25, random_state=self.random_state)
+                sources = frame["source_id"].to_numpy()
+                rest = rest[~np.isin(sources[rest], sources[val_idx])]
+                fit_idx = np.concatenate([fit_idx, rest])
+            else:
+                fit_idx, val_idx = validation_split(frame, all_idx, size=self.validation_size,
+                                                    random_state=self.random_state)
             return self.fit_frames(frame.iloc[fit_idx], frame.iloc[val_idx])
         validation = as_examples(validation)
         self.builder_.fit(list(examples) + list(validation))

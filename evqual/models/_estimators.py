@@ -273,19 +273,20 @@ class StackedEvidenceClassifier(ClassifierMixin, BaseEstimator):
         Content families for both models.
     include_metadata : bool
         Give both models generator, quality and temperature features.
-    text_estimator : classifier or None
-        A model of the output text whose out-of-fold risk joins the response features.
+    text_estimators : sequence of (name, classifier)
+        Text models (of the output, of its novel tokens ...) whose out-of-fold
+        risks join the response features.
     sentence_context : sequence of str or None
         Response-level families appended to every sentence row.
     cv : int
         Folds for the out-of-fold sentence risks.
     """
 
-    def __init__(self, sentence_estimator, response_estimator, *, text_estimator=None, families=None,
+    def __init__(self, sentence_estimator, response_estimator, *, text_estimators=(), families=None,
                  include_metadata=False, sentence_context=None, cv=3):
         self.sentence_estimator = sentence_estimator
         self.response_estimator = response_estimator
-        self.text_estimator = text_estimator
+        self.text_estimators = text_estimators
         self.sentence_context = sentence_context
         self.families = families
         self.include_metadata = include_metadata
@@ -296,12 +297,9 @@ class StackedEvidenceClassifier(ClassifierMixin, BaseEstimator):
                                      include_metadata=self.include_metadata,
                                      response_families=self.sentence_context)
 
-    def _response_matrix(self, X, risks, text_risk=None):
+    def _response_matrix(self, X, risks, text_risks):
         R = X[self.response_columns_].to_numpy(dtype=np.float64)
-        parts = [R, aggregate_sentence_risks(risks)]
-        if self.text_estimator is not None:
-            parts.append(np.asarray(text_risk, dtype=np.float64).reshape(-1, 1))
-        return np.hstack(parts)
+        return np.hstack([R, aggregate_sentence_risks(risks), text_risks])
 
     def fit(self, X, y):
         y = np.asarray(y).astype(int)
@@ -309,28 +307,29 @@ class StackedEvidenceClassifier(ClassifierMixin, BaseEstimator):
         self.response_columns_ = select_names(X.columns, self.families, self.include_metadata)
         groups = X["source_id"].to_numpy() if "source_id" in X.columns else np.arange(len(X))
         oof: list = [None] * len(X)
-        text_oof = np.full(len(X), np.nan)
+        names = [name for name, _ in self.text_estimators]
+        text_oof = np.full((len(X), len(names)), np.nan)
         n_groups = len(np.unique(groups))
         if n_groups >= self.cv:
             for tr, te in GroupKFold(n_splits=self.cv).split(X, y, groups):
                 m = self._sentence_model().fit(X.iloc[tr], y[tr])
                 for i, r in zip(te, m.sentence_proba(X.iloc[te])):
                     oof[i] = r
-                if self.text_estimator is not None:
-                    t = clone(self.text_estimator).fit(X.iloc[tr], y[tr])
-                    text_oof[te] = t.predict_proba(X.iloc[te])[:, 1]
+                for j, (_, est) in enumerate(self.text_estimators):
+                    text_oof[te, j] = clone(est).fit(X.iloc[tr], y[tr]).predict_proba(X.iloc[te])[:, 1]
         self.sentence_model_ = self._sentence_model().fit(X, y)
-        if self.text_estimator is not None:
-            self.text_model_ = clone(self.text_estimator).fit(X, y)
+        self.text_models_ = [clone(est).fit(X, y) for _, est in self.text_estimators]
         if any(r is None for r in oof):
             oof = self.sentence_model_.sentence_proba(X)
-            if self.text_estimator is not None:
-                text_oof = self.text_model_.predict_proba(X)[:, 1]
+            text_oof = self._text_risks(X)
         self.response_model_ = clone(self.response_estimator).fit(self._response_matrix(X, oof, text_oof), y)
-        self.feature_names_ = list(self.response_columns_) + list(AGGREGATE_NAMES)
-        if self.text_estimator is not None:
-            self.feature_names_.append("agg.output_text")
+        self.feature_names_ = list(self.response_columns_) + list(AGGREGATE_NAMES) + [f"agg.{n}" for n in names]
         return self
+
+    def _text_risks(self, X) -> np.ndarray:
+        if not self.text_models_:
+            return np.zeros((len(X), 0))
+        return np.column_stack([m.predict_proba(X)[:, 1] for m in self.text_models_])
 
     def sentence_proba(self, X) -> list[np.ndarray]:
         check_is_fitted(self, "sentence_model_")
@@ -339,8 +338,7 @@ class StackedEvidenceClassifier(ClassifierMixin, BaseEstimator):
     def predict_proba(self, X):
         check_is_fitted(self, "response_model_")
         risks = self.sentence_model_.sentence_proba(X)
-        text_risk = self.text_model_.predict_proba(X)[:, 1] if self.text_estimator is not None else None
-        return self.response_model_.predict_proba(self._response_matrix(X, risks, text_risk))
+        return self.response_model_.predict_proba(self._response_matrix(X, risks, self._text_risks(X)))
 
     def predict(self, X):
         return (self.predict_proba(X)[:, 1] >= 0.5).astype(int)

@@ -34,7 +34,8 @@ from pathlib import Path
 from .._version import __version__
 from ..features import FEATURES, feature_spec
 
-__all__ = ["save_detector", "load_detector", "read_meta", "ModelLoadError", "META_FORMAT", "TRUSTED_PREFIXES"]
+__all__ = ["save_detector", "load_detector", "read_meta", "ModelLoadError", "META_FORMAT", "TRUSTED_PREFIXES",
+           "default_model_path"]
 
 META_FORMAT = 1
 MODEL_FILE = "model.skops"
@@ -47,6 +48,19 @@ _REQUIRED = {
     "entity_backend": str, "threshold": (int, float), "calibration": str, "threshold_rule": str,
     "training_data": dict,
 }
+
+
+def default_model_path() -> Path:
+    """The shipped model: ``$EVQUAL_MODEL``, else ``models/default`` of the source checkout, else of the cwd."""
+    import os
+
+    env = os.environ.get("EVQUAL_MODEL")
+    if env:
+        return Path(env)
+    repo = Path(__file__).resolve().parents[2] / "models" / "default"
+    if repo.is_dir():
+        return repo
+    return Path("models") / "default"
 
 
 class ModelLoadError(ValueError):

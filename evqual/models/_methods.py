@@ -173,7 +173,7 @@ def _evqual(include_metadata: bool):
     # tree size chosen on the validation parts of the cv5 training sides (never the held-out folds)
     return lambda: StackedEvidenceClassifier(_hgb(min_samples_leaf=20, max_leaf_nodes=15),
                                              _hgb(max_iter=250, min_samples_leaf=20, max_leaf_nodes=15),
-                                             text_estimator=_output_text_lr(),
+                                             text_estimators=(("output_text", _output_text_lr()),),
                                              families=None, include_metadata=include_metadata,
                                              sentence_context=SENTENCE_CONTEXT, cv=3)
 
