@@ -108,3 +108,43 @@ def test_console_script_entry_point(tmp_path):
     assert proc.returncode == 0 and proc.stdout.startswith("evqual ")
     proc = subprocess.run([sys.executable, "-m", "evqual", "featurize"], capture_output=True, text=True)
     assert proc.returncode == 2 and "--out" in proc.stderr
+
+
+def test_predict_with_the_shipped_default_model(tmp_path, capsys):
+    """The README's main command: score the embedded sample with models/default."""
+    out = tmp_path / "p.csv"
+    assert main(["predict", "--out", str(out)]) == 0
+    df = pd.read_csv(out)
+    assert len(df) == 72 and list(df.columns) == ["id", "task_type", "risk", "threshold", "flagged", "label"]
+    assert df["risk"].between(0, 1).all()
+    assert (df["flagged"] == (df["risk"] >= df["threshold"])).all()
+    assert "flagged by evqual" in capsys.readouterr().err
+
+
+def test_predict_jsonl_and_bad_model(tmp_path, capsys):
+    out = tmp_path / "p.jsonl"
+    assert main(["predict", "--out", str(out), "--data", str(FIXTURES / "generic.jsonl")]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["id"] for r in rows] == ["g1", "g2", "generic:3", "g4"]
+    assert main(["predict", "--out", str(out), "--model", str(tmp_path / "nope")]) == 2
+    assert "cannot load model" in capsys.readouterr().err
+    assert main(["predict", "--out", str(tmp_path / "p.txt")]) == 2
+
+
+def test_evaluate_and_train_commands(tmp_path):
+    rep = tmp_path / "rep"
+    assert main(["evaluate", "--method", "ecs-span", "--folds", "3", "--out", str(rep), "--no-importance"]) == 0
+    assert json.loads((rep / "metrics.json").read_text())["method"] == "ecs-span"
+    assert main(["evaluate", "--method", "nope", "--out", str(rep)]) == 2
+    assert main(["evaluate", "--method", "evqual", "--folds", "1", "--out", str(rep)]) == 2
+    model = tmp_path / "m"
+    assert main(["train", "--method", "nli-proxy", "--out", str(model), "--metrics", str(rep / "metrics.json")]) == 0
+    meta = json.loads((model / "meta.json").read_text())
+    assert meta["method"] == "nli-proxy" and meta["metrics"]["method"] == "ecs-span"
+    assert meta["training_data"]["rows"] == 72 and len(meta["training_data"]["sha256"]) == 64
+
+
+def test_methods_command(capsys):
+    assert main(["methods"]) == 0
+    out = capsys.readouterr().out
+    assert "semantic-eq-gb" in out and "ecs-span" in out and "evqual-meta" in out

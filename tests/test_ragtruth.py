@@ -69,3 +69,20 @@ def test_featurize_subset_finite_and_informative(rt):
 def test_benchmark_on_shared_copy(ragtruth_path):
     result = bench_featurize(ragtruth_path, repeat=1)
     assert result["responses"] == 6027 and result["seconds"] > 0
+
+
+def test_shipped_default_model_meta_matches_the_shared_copy(ragtruth_path):
+    import json
+    from pathlib import Path
+
+    meta = json.loads((Path(__file__).resolve().parents[1] / "models" / "default" / "meta.json").read_text())
+    assert meta["method"] == "evqual" and meta["uses_metadata"] is False
+    assert meta["training_data"]["rows"] == 6027
+
+
+@pytest.mark.slow
+def test_cv5_evqual_on_shared_copy(rt):
+    from evqual.evaluation import evaluate
+
+    result = evaluate(rt, method="evqual", protocol="cv5")
+    assert result.metrics["n"] == 2457 and result.metrics["response"]["auroc"] > 0.75

@@ -131,8 +131,10 @@ class Detector:
     ----------
     model_ : classifier
         The method fitted on the training part.
-    classifier_ : TunedThresholdClassifierCV
-        Calibrated model with its tuned threshold; ``predict`` uses it.
+    classifier_ : TunedThresholdClassifierCV or FixedThresholdClassifier
+        The calibration and threshold-tuning result (not saved with the model).
+    calibrator_ : object or None
+        The fitted calibration map of the positive-class score.
     threshold_ : float
     sentence_threshold_ : float or None
     builder_ : FrameBuilder
@@ -220,6 +222,10 @@ class Detector:
             calibrated = frozen
         else:
             calibrated = CalibratedClassifierCV(frozen, method=self.calibration).fit(val, y_val)
+        # the fitted calibration map (sigmoid or isotonic) of the positive-class score, kept on its own so
+        # that a saved detector holds the model once (the tuning wrappers each keep a copy of it)
+        self.calibrator_ = (calibrated.calibrated_classifiers_[0].calibrators[0]
+                            if self.calibration != "none" else None)
         raw = calibrated.predict_proba(val)[:, 1]
         if np.ptp(raw) == 0:
             # a constant score (the majority baseline) has no threshold to tune: keep 0.5
@@ -230,7 +236,7 @@ class Detector:
             self.threshold_ = float(self.classifier_.best_threshold_)
         from ..evaluation._metrics import binary_metrics
 
-        val_risk = self.classifier_.predict_proba(val)[:, 1]
+        val_risk = self.predict_proba_frame(val)
         self.validation_metrics_ = binary_metrics(y_val, val_risk, self.threshold_)
         self.sentence_threshold_ = None
         if self.spec.sentence_level:
@@ -261,7 +267,17 @@ class Detector:
     # ------------------------------------------------------------------ prediction
     def predict_proba_frame(self, frame) -> np.ndarray:
         """Calibrated response risk in [0, 1] for each row of a frame."""
-        return self.classifier_.predict_proba(frame)[:, 1]
+        raw = self.model_.predict_proba(frame)[:, 1]
+        if self.calibrator_ is None:
+            return raw
+        return np.clip(self.calibrator_.predict(raw), 0.0, 1.0)
+
+    def __getstate__(self):
+        # classifier_ (the calibration and threshold-tuning wrappers) is only needed while fitting;
+        # it holds further copies of model_, so it is not saved
+        state = self.__dict__.copy()
+        state.pop("classifier_", None)
+        return state
 
     def sentence_proba_frame(self, frame) -> list[np.ndarray] | None:
         """Raw sentence risks per row (sentence-level methods only)."""

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
+from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.model_selection import GroupKFold
 from sklearn.utils.validation import check_is_fitted
 
 from ..features import feature_spec
 from ._frame import OUTPUT, SENT, TEXT
 
-__all__ = ["FeatureSelector", "TextColumn", "SentenceMaxClassifier", "StackedEvidenceClassifier", "RULES",
+__all__ = ["CompactTfidfVectorizer", "FeatureSelector", "TextColumn", "SentenceMaxClassifier", "StackedEvidenceClassifier", "RULES",
            "aggregate_sentence_risks", "AGGREGATE_NAMES"]
 
 
@@ -96,6 +97,31 @@ class TextColumn(TransformerMixin, BaseEstimator):
 
     def transform(self, X):
         return X[OUTPUT if self.column == "output" else TEXT].tolist()
+
+
+class CompactTfidfVectorizer(TfidfVectorizer):
+    """:class:`~sklearn.feature_extraction.text.TfidfVectorizer` that drops ``stop_words_`` after fitting.
+
+    ``stop_words_`` lists every term pruned by ``min_df``/``max_features``
+    (hundreds of thousands of n-grams); it is only there for inspection, and
+    scikit-learn's documentation suggests deleting it before saving a model.
+    The vocabulary's indices are stored as plain ints, which skops writes inline.
+    """
+
+    def _compact(self):
+        self.stop_words_ = None
+        # plain ints: skops stores each numpy scalar as a file of its own
+        self.vocabulary_ = {term: int(i) for term, i in self.vocabulary_.items()}
+
+    def fit(self, raw_documents, y=None):
+        super().fit(raw_documents, y)
+        self._compact()
+        return self
+
+    def fit_transform(self, raw_documents, y=None):
+        X = super().fit_transform(raw_documents, y)
+        self._compact()
+        return X
 
 
 # ---------------------------------------------------------------- sentence rules (seed 004)

@@ -47,12 +47,11 @@ from sklearn.ensemble import (
     HistGradientBoostingClassifier,
     RandomForestClassifier,
 )
-from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from ._estimators import FeatureSelector, SentenceMaxClassifier, StackedEvidenceClassifier, TextColumn
+from ._estimators import CompactTfidfVectorizer, FeatureSelector, SentenceMaxClassifier, StackedEvidenceClassifier, TextColumn
 
 __all__ = ["MethodSpec", "METHODS", "get_method", "list_methods", "EVIDENCE_FAMILIES"]
 
@@ -103,7 +102,7 @@ def _metadata_lr():
 
 
 def _tfidf_lr():
-    return make_pipeline(TextColumn(), TfidfVectorizer(max_features=5000, min_df=3, ngram_range=(1, 1)),
+    return make_pipeline(TextColumn(), CompactTfidfVectorizer(max_features=5000, min_df=3, ngram_range=(1, 1)),
                          _lr(random_state=SEED_002))
 
 
@@ -162,7 +161,7 @@ def _hgb(seed=SEED, **kw):
 def _output_text_lr():
     """Word 1-2-gram TF-IDF of the output alone + LR: wording and style of the answer."""
     return make_pipeline(TextColumn("output"),
-                         TfidfVectorizer(ngram_range=(1, 2), min_df=3, max_features=50000, sublinear_tf=True),
+                         CompactTfidfVectorizer(ngram_range=(1, 2), min_df=3, max_features=50000, sublinear_tf=True),
                          LogisticRegression(C=2.0, class_weight="balanced", max_iter=2000))
 
 
