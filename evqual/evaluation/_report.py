@@ -113,6 +113,13 @@ def feature_importances(result, frame=None, *, n_repeats: int = 3, max_rows: int
     return imp_df, perm_df
 
 
+def _save(fig, path: Path) -> None:
+    plt = _plt()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def _curves(preds, out: Path, title: str):
     from sklearn.calibration import calibration_curve
     from sklearn.metrics import confusion_matrix, precision_recall_curve, roc_curve
@@ -133,27 +140,21 @@ def _curves(preds, out: Path, title: str):
         ax.plot([0, 1], [0, 1], "k:", lw=0.6)
         ax.set(xlabel="false positive rate", ylabel="true positive rate", title=f"ROC: {title}")
         ax.legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(out / "roc.png", dpi=110)
-        plt.close(fig)
+        _save(fig, out / "roc.png")
         files["roc"] = "roc.png"
         fig, ax = plt.subplots(figsize=(4.5, 4))
         p, rc, _ = precision_recall_curve(y, r)
         ax.plot(rc, p)
         ax.axhline(y.mean(), color="k", ls=":", lw=0.6)
         ax.set(xlabel="recall", ylabel="precision", title=f"PR: {title}")
-        fig.tight_layout()
-        fig.savefig(out / "pr.png", dpi=110)
-        plt.close(fig)
+        _save(fig, out / "pr.png")
         files["pr"] = "pr.png"
         fig, ax = plt.subplots(figsize=(4.5, 4))
         frac, mean = calibration_curve(y, np.clip(r, 0, 1), n_bins=10, strategy="quantile")
         ax.plot(mean, frac, "o-")
         ax.plot([0, 1], [0, 1], "k:", lw=0.6)
         ax.set(xlabel="predicted risk", ylabel="observed hallucination rate", title=f"Reliability: {title}")
-        fig.tight_layout()
-        fig.savefig(out / "reliability.png", dpi=110)
-        plt.close(fig)
+        _save(fig, out / "reliability.png")
         files["reliability"] = "reliability.png"
     fig, ax = plt.subplots(figsize=(3.6, 3.2))
     cm = confusion_matrix(y, preds["pred"].to_numpy(), labels=[0, 1])
@@ -162,9 +163,7 @@ def _curves(preds, out: Path, title: str):
         ax.text(j, i, str(v), ha="center", va="center", color="black")
     ax.set(xticks=[0, 1], yticks=[0, 1], xticklabels=["grounded", "halluc."], yticklabels=["grounded", "halluc."],
            xlabel="predicted", ylabel="gold", title="Confusion matrix")
-    fig.tight_layout()
-    fig.savefig(out / "confusion.png", dpi=110)
-    plt.close(fig)
+    _save(fig, out / "confusion.png")
     files["confusion"] = "confusion.png"
     return files
 
@@ -176,9 +175,7 @@ def _bar(df, value, out_path: Path, title: str, top: int = 20):
     ax.barh(d["feature"], d[value])
     ax.set(title=title, xlabel=value)
     ax.tick_params(axis="y", labelsize=7)
-    fig.tight_layout()
-    fig.savefig(out_path, dpi=110)
-    plt.close(fig)
+    _save(fig, out_path)
 
 
 def write_report(result, out_dir, *, frame=None, importance: bool = True, data_note: str = "") -> Path:
@@ -266,9 +263,7 @@ def write_comparison(metrics_list, out_dir, *, title: str = "Methods") -> Path:
     ax.set_ylim(0, 1)
     ax.set_title(title)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / "comparison.png", dpi=110)
-    plt.close(fig)
+    _save(fig, out / "comparison.png")
     (out / "comparison.md").write_text(f"# {title}\n\n{markdown_table(df)}\n\n![comparison](comparison.png)\n",
                                        encoding="utf-8")
     return out
