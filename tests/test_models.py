@@ -294,3 +294,24 @@ def test_untrusted_type_is_refused(saved, tmp_path, monkeypatch):
     monkeypatch.setattr(sio, "get_untrusted_types", lambda file: ["os.system"])
     with pytest.raises(ModelLoadError, match="allow-list"):
         load_detector(dst)
+
+
+def test_fast_tree_and_text_paths_equal_scikit_learn():
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    from evqual.models._fasttrees import fast_proba, hgb_proba
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 6))
+    X[rng.random(X.shape) < 0.05] = np.nan  # missing values follow each split's learned direction
+    y = (np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1]) ** 2 + rng.normal(0, 0.5, 400) > 1).astype(int)
+    est = HistGradientBoostingClassifier(max_iter=60, max_leaf_nodes=15, random_state=0).fit(X, y)
+    np.testing.assert_allclose(hgb_proba(est, X[:50]), est.predict_proba(X[:50]), rtol=1e-10, atol=1e-12)
+    from evqual.models import _methods
+
+    text = _methods._output_text_lr()
+    import pandas as pd
+
+    frame = pd.DataFrame({"__output__": ["the cafe has outdoor seating", "open from 5 pm", "no wifi"] * 10})
+    text.fit(frame, np.array([1, 0, 1] * 10))
+    np.testing.assert_allclose(fast_proba(text, frame), text.predict_proba(frame), rtol=1e-10, atol=1e-12)

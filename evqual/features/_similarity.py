@@ -79,13 +79,13 @@ class ContextIndex:
         vocab: dict[str, int] = {}
         indptr, indices, data = [0], [], []
         dl, n_tokens = [], 0
-        chunk_numbers = []
         chunk_tokens: list[list[str]] = []
+        all_context_tokens: list[str] = []
         stop = STOP_WORDS
         for text in self.chunk_texts:
             all_toks = _TOKEN_RE.findall(text.lower())
-            chunk_numbers.append(context_number_values(text, all_toks))
             toks = [t for t in all_toks if t not in stop]
+            all_context_tokens.extend(all_toks)
             chunk_tokens.append(toks)
             n_tokens += len(all_toks)
             counts: dict[int, int] = {}
@@ -140,8 +140,10 @@ class ContextIndex:
             self._mats = tuple(sparse.csc_matrix((v, (rows, cols)), shape=(C, V))
                                for v in (np.ones_like(vals), tfidf_vals, bm25_vals))
             self._dense = False
-        self._chunk_numbers = chunk_numbers
-        self.numbers: set[str] = set().union(*self._chunk_numbers)
+        # one pass over the chunks joined by new lines (no number spans a chunk boundary that way);
+        # per-chunk sets are computed only when a numeric-conflict check needs them
+        self.numbers: set[str] = context_number_values("\n".join(self.chunk_texts), all_context_tokens)
+        self._chunk_numbers: dict[int, set[str]] = {}
         self.chunk_tokens = chunk_tokens
         self._bigrams = None
         self._fields = None
@@ -174,8 +176,11 @@ class ContextIndex:
         return got
 
     def chunk_numbers(self, k: int) -> set[str]:
-        """Number values of chunk ``k``."""
-        return self._chunk_numbers[k]
+        """Number values of chunk ``k`` (computed on first use)."""
+        got = self._chunk_numbers.get(k)
+        if got is None:
+            got = self._chunk_numbers[k] = context_number_values(self.chunk_texts[k])
+        return got
 
     def _columns(self, cols: np.ndarray):
         if self._dense:

@@ -19,6 +19,7 @@ from sklearn.model_selection import GroupKFold
 from sklearn.utils.validation import check_is_fitted
 
 from ..features import feature_spec
+from ._fasttrees import fast_proba
 from ._frame import OUTPUT, SENT, TEXT
 
 __all__ = ["CompactTfidfVectorizer", "FeatureSelector", "TextColumn", "SentenceMaxClassifier", "StackedEvidenceClassifier", "RULES",
@@ -255,7 +256,7 @@ class SentenceMaxClassifier(ClassifierMixin, BaseEstimator):
             return [fn(b.values, list(b.names)) if len(b.values) else np.zeros(0) for b in blocks]
         V, _, lengths = _stack_sentences(X, self.columns_, with_labels=False,
                                          response_cols=getattr(self, "response_columns_", []))
-        p = self.estimator_.predict_proba(V)[:, 1] if len(V) else np.zeros(0)
+        p = fast_proba(self.estimator_, V)[:, 1] if len(V) else np.zeros(0)
         del names
         return _split_back(p, lengths)
 
@@ -355,7 +356,7 @@ class StackedEvidenceClassifier(ClassifierMixin, BaseEstimator):
     def _text_risks(self, X) -> np.ndarray:
         if not self.text_models_:
             return np.zeros((len(X), 0))
-        return np.column_stack([m.predict_proba(X)[:, 1] for m in self.text_models_])
+        return np.column_stack([fast_proba(m, X)[:, 1] for m in self.text_models_])
 
     def sentence_proba(self, X) -> list[np.ndarray]:
         check_is_fitted(self, "sentence_model_")
@@ -364,7 +365,7 @@ class StackedEvidenceClassifier(ClassifierMixin, BaseEstimator):
     def predict_proba(self, X):
         check_is_fitted(self, "response_model_")
         risks = self.sentence_model_.sentence_proba(X)
-        return self.response_model_.predict_proba(self._response_matrix(X, risks, self._text_risks(X)))
+        return fast_proba(self.response_model_, self._response_matrix(X, risks, self._text_risks(X)))
 
     def predict(self, X):
         return (self.predict_proba(X)[:, 1] >= 0.5).astype(int)

@@ -42,6 +42,14 @@ class SentenceBlock(NamedTuple):
     offsets: tuple = ()  # ((start, end), ...) in the output
 
 
+def _objects(values) -> np.ndarray:
+    """A 1-D object array (``np.array`` would unpack tuples into a second dimension)."""
+    out = np.empty(len(values), dtype=object)
+    for i, v in enumerate(values):
+        out[i] = v
+    return out
+
+
 class FrameBuilder:
     """Fits the two featurizers and turns examples into detector frames.
 
@@ -94,23 +102,27 @@ class FrameBuilder:
             offsets = tuple((s.start, s.end) for s in an.sentences)
             blocks.append(SentenceBlock(S[pos:pos + n], names, labels, offsets))
             pos += n
-        frame = pd.DataFrame(R, columns=self.response_names)
-        frame[SENT] = blocks
-        frame[TEXT] = [f"{ex.query}\n{ex.context}\n{ex.output}" for ex in ex_list]
-        frame[OUTPUT] = [ex.output for ex in ex_list]
-        frame["id"] = [ex.id for ex in ex_list]
-        frame["source_id"] = [ex.source_id if ex.source_id is not None else ex.id for ex in ex_list]
-        frame["task_type"] = [ex.task_type for ex in ex_list]
-        frame["model"] = [ex.model for ex in ex_list]
-        frame["quality"] = [ex.quality for ex in ex_list]
-        frame["split"] = [ex.split for ex in ex_list]
         labels = [response_label(ex, exclude_implicit_true=self.exclude_implicit_true) if with_targets else None
                   for ex in ex_list]
-        frame["label"] = pd.array(labels, dtype="Int64")
-        frame["label_types"] = ["|".join(sorted({s.label_type for s in (ex.spans or ()) if s.label_type
-                                                 and not (self.exclude_implicit_true and s.implicit_true)}))
-                                for ex in ex_list]
-        return frame
+        info = {
+            SENT: blocks,
+            TEXT: [f"{ex.query}\n{ex.context}\n{ex.output}" for ex in ex_list],
+            OUTPUT: [ex.output for ex in ex_list],
+            "id": [ex.id for ex in ex_list],
+            "source_id": [ex.source_id if ex.source_id is not None else ex.id for ex in ex_list],
+            "task_type": [ex.task_type for ex in ex_list],
+            "model": [ex.model for ex in ex_list],
+            "quality": [ex.quality for ex in ex_list],
+            "split": [ex.split for ex in ex_list],
+            "label": pd.array(labels, dtype="Int64"),
+            "label_types": ["|".join(sorted({s.label_type for s in (ex.spans or ()) if s.label_type
+                                             and not (self.exclude_implicit_true and s.implicit_true)}))
+                            for ex in ex_list],
+        }
+        # one concatenation instead of a column insertion per field (a single response is scored in ~1 ms)
+        # object columns: pandas would otherwise convert every text field to Arrow strings
+        info = {k: (v if k == "label" else _objects(v)) for k, v in info.items()}
+        return pd.concat([pd.DataFrame(R, columns=self.response_names), pd.DataFrame(info)], axis=1)
 
     def fit_transform(self, examples, **kw):
         examples = as_examples(examples)

@@ -90,6 +90,7 @@ _WORD_NUMBERS.update({"thirty": "30", "forty": "40", "fifty": "50", "sixty": "60
                       "seventy": "70", "eighty": "80", "ninety": "90", "hundred": "100",
                       "dozen": "12", "half": "0.5"})
 _TOKEN_RE = re.compile(r"[^\W_]+")
+_WORD_KEYS = frozenset(_WORD_NUMBERS)
 
 
 class NumberMention(NamedTuple):
@@ -213,8 +214,5 @@ def context_number_values(text: str, tokens=None) -> set[str]:
     if tokens is None:
         tokens = _TOKEN_RE.findall(text.lower())
     words = _WORD_NUMBERS
-    for t in tokens:
-        v = words.get(t)
-        if v is not None:
-            values.add(v)
+    values.update(words[t] for t in _WORD_KEYS.intersection(tokens))
     return values
