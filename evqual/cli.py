@@ -19,6 +19,16 @@ from .errors import EvqualDataError, MissingDependencyError
 EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
 
 
+def _add_fit_options(parser) -> None:
+    """--calibration and --threshold-rule, shared by `evaluate` and `train`."""
+    from .models import CALIBRATIONS, THRESHOLD_RULES
+
+    parser.add_argument("--calibration", choices=CALIBRATIONS, default="sigmoid",
+                        help="calibration of the scores on the validation part (default sigmoid)")
+    parser.add_argument("--threshold-rule", choices=THRESHOLD_RULES, default="f1",
+                        help="f1: maximise validation F1 (seed 004); seed002: seed 002's rule on 0.20..0.80")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="evqual",
@@ -67,9 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--protocol", choices=["cv5", "official"], default="cv5")
     ev.add_argument("--method", default="evqual", help="method name (see `evqual methods`); default evqual")
     ev.add_argument("--out", required=True, metavar="REPORT_DIR", help="report folder to write")
-    ev.add_argument("--calibration", choices=["sigmoid", "isotonic", "none"], default="sigmoid")
-    ev.add_argument("--threshold-rule", choices=["f1", "seed002"], default="f1",
-                    help="f1: maximise validation F1 (seed 004); seed002: seed 002's rule on 0.20..0.80")
+    _add_fit_options(ev)
     ev.add_argument("--folds", type=int, default=5, help="folds for cv5 (default 5; fewer for tiny data)")
     ev.add_argument("--no-importance", action="store_true", help="skip the permutation importance")
     ev.set_defaults(func=cmd_evaluate)
@@ -82,8 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--data", metavar="DIR_OR_FILE", help="dataset (default: the embedded sample)")
     tr.add_argument("--method", default="evqual", help="method name (default evqual)")
     tr.add_argument("--out", required=True, metavar="DIR", help="model folder to write, e.g. models/evqual")
-    tr.add_argument("--calibration", choices=["sigmoid", "isotonic", "none"], default="sigmoid")
-    tr.add_argument("--threshold-rule", choices=["f1", "seed002"], default="f1")
+    _add_fit_options(tr)
     tr.add_argument("--entity-backend", choices=["regex", "spacy"], default="regex")
     tr.add_argument("--metrics", metavar="FILE", help="a metrics.json to record in meta.json")
     tr.add_argument("--validation-split", metavar="NAME", default="test",
@@ -128,9 +135,6 @@ def _report_issues(result) -> None:
 
 
 def cmd_featurize(args) -> int:
-    import warnings
-
-    from .data import load_data, sample_path
     from .features import EvidenceFeaturizer
     from ._progress import Progress
 
@@ -138,11 +142,6 @@ def cmd_featurize(args) -> int:
     if out.suffix.lower() not in (".csv", ".parquet"):
         print(f"evqual featurize: error: --out must end in .csv or .parquet; got {out.name!r}", file=sys.stderr)
         return EXIT_USAGE
-    if args.data is None:
-        data_path = sample_path()
-        print(f"evqual: no --data given; using the embedded sample {data_path}", file=sys.stderr)
-    else:
-        data_path = Path(args.data)
     families = [f.strip() for f in args.families.split(",") if f.strip()] if args.families else None
     fz = EvidenceFeaturizer(level=args.level, families=families, include_metadata=args.metadata,
                             entity_backend=args.entity_backend)
@@ -153,16 +152,13 @@ def cmd_featurize(args) -> int:
         return EXIT_USAGE
     kwargs = {"splits": args.split} if args.split else {}
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            result = load_data(data_path, strict=args.strict, **kwargs)
+        result, _ = _load(args.data, strict=args.strict, **kwargs)
     except EvqualDataError as exc:
         print(f"evqual featurize: data error: {exc}", file=sys.stderr)
         return EXIT_DATA
     except TypeError as exc:
         print(f"evqual featurize: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    _report_issues(result)
     progress = None if args.no_progress else Progress(len(result), label="featurize")
     try:
         fz.fit(result)
@@ -188,8 +184,10 @@ def cmd_featurize(args) -> int:
     return EXIT_DATA if result.issues else EXIT_OK
 
 
-def _load(path, strict=False):
-    """Load a dataset (default: the embedded sample); returns (result, label) or raises EvqualDataError."""
+def _load(path, strict=False, **kwargs):
+    """Load a dataset (default: the embedded sample); returns (result, label) or raises EvqualDataError.
+
+    Bad rows are listed on stderr; extra keyword arguments go to the loader (``splits``)."""
     import warnings
 
     from .data import load_data, sample_path
@@ -199,7 +197,7 @@ def _load(path, strict=False):
         print(f"evqual: no --data given; using the embedded sample {data_path}", file=sys.stderr)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        result = load_data(data_path, strict=strict)
+        result = load_data(data_path, strict=strict, **kwargs)
     _report_issues(result)
     return result, str(data_path)
 
@@ -298,7 +296,8 @@ def cmd_reproduce(args) -> int:
     methods = [m.strip() for m in args.methods.split(",")] if args.methods else None
     for m in methods or []:
         if m not in METHODS:
-            return EXIT_USAGE if not _check_method(m) else EXIT_USAGE
+            _check_method(m)  # prints the error naming the known methods
+            return EXIT_USAGE
     protocols = tuple(p.strip() for p in args.protocols.split(",") if p.strip())
     if any(p not in ("cv5", "official") for p in protocols):
         print("evqual reproduce: error: --protocols takes cv5 and/or official", file=sys.stderr)

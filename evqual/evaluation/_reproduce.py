@@ -112,8 +112,6 @@ def reproduce(data, *, out_dir="docs/reports", results_md="docs/RESULTS.md", met
     dict
         ``{protocol: {method: metrics}}`` plus ``"ablation"``.
     """
-    import pandas as pd
-
     out = Path(out_dir)
     methods = list(methods or METHODS)
     t0 = time.perf_counter()
@@ -150,7 +148,6 @@ def reproduce(data, *, out_dir="docs/reports", results_md="docs/RESULTS.md", met
     block = render_block(results, data_label=data_label, out_dir=str(out), elapsed=elapsed)
     update_results_block(Path(results_md), block)
     log(f"wrote {results_md} ({elapsed:.0f}s in all)")
-    del pd
     return results
 
 

@@ -236,8 +236,8 @@ class Detector:
             self.threshold_ = float(self.classifier_.best_threshold_)
         from ..evaluation._metrics import binary_metrics
 
-        val_risk = self.predict_proba_frame(val)
-        self.validation_metrics_ = binary_metrics(y_val, val_risk, self.threshold_)
+        # raw holds the calibrated validation risks already (same map as predict_proba_frame)
+        self.validation_metrics_ = binary_metrics(y_val, raw, self.threshold_)
         self.sentence_threshold_ = None
         if self.spec.sentence_level:
             risks, labels = self._sentence_scores(val)

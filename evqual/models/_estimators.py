@@ -249,7 +249,6 @@ class SentenceMaxClassifier(ClassifierMixin, BaseEstimator):
     def sentence_proba(self, X) -> list[np.ndarray]:
         """Risk of each sentence, one array per response (input order)."""
         check_is_fitted(self, "classes_")
-        names = list(self.sentence_names_) or list(X[SENT].iloc[0].names)
         if self.rule is not None:
             blocks = X[SENT].tolist()
             fn = RULES[self.rule]
@@ -257,7 +256,6 @@ class SentenceMaxClassifier(ClassifierMixin, BaseEstimator):
         V, _, lengths = _stack_sentences(X, self.columns_, with_labels=False,
                                          response_cols=getattr(self, "response_columns_", []))
         p = fast_proba(self.estimator_, V)[:, 1] if len(V) else np.zeros(0)
-        del names
         return _split_back(p, lengths)
 
     def predict_proba(self, X):
