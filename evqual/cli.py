@@ -119,6 +119,37 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--out", required=True, metavar="FILE", help="output .csv or .jsonl")
     pr.set_defaults(func=cmd_predict)
 
+    sc = sub.add_parser(
+        "score", help="score a JSONL of answers: risk, decision, sentences, spans and reasons per line",
+        description=("Stream IN.jsonl (the generic JSONL of RAG logs, or a RAGTruth response.jsonl with its "
+                     "source_info.jsonl beside it) and write exactly one JSON line per input line, in order: "
+                     "the scored answer (risk, flagged, decision, threshold, topics, sentences with reasons and "
+                     "evidence, spans, model) or an error record with the line number and the reason. Exit "
+                     "status 1 if any line failed, 0 otherwise, 2 on usage errors."))
+    sc.add_argument("input", metavar="IN.jsonl", help="answers to score")
+    sc.add_argument("--model", metavar="DIR", help="model folder (default: the shipped models/default)")
+    sc.add_argument("--out", metavar="OUT.jsonl", help="output file (default: standard output)")
+    sc.add_argument("--policy", metavar="FILE", help="decision policy TOML (default: the built-in policy; see "
+                                                   "evqual/scoring/policy_example.toml)")
+    sc.add_argument("--audit-log", metavar="FILE", help="append one audit record per answer to this JSONL")
+    sc.add_argument("--batch-size", type=int, default=16, metavar="N", help="answers featurized together (16)")
+    sc.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    sc.set_defaults(func=cmd_score)
+
+    xp = sub.add_parser(
+        "explain", help="write an auditor's report (HTML and/or markdown) of scored answers",
+        description=("Render a self-contained report, one card per answer: risk and decision, the answer with "
+                     "flagged spans highlighted, each flag's reasons beside its evidence chunk, filters by "
+                     "decision and topic. IN.jsonl is either the output of `evqual score` or raw answers "
+                     "(then scored first with --model and --policy)."))
+    xp.add_argument("input", metavar="IN.jsonl", help="`evqual score` output, or answers to score")
+    xp.add_argument("--html", metavar="FILE", help="write the HTML report here")
+    xp.add_argument("--markdown", metavar="FILE", help="write the markdown report here")
+    xp.add_argument("--model", metavar="DIR", help="model for raw answers (default: models/default)")
+    xp.add_argument("--policy", metavar="FILE", help="decision policy TOML for raw answers")
+    xp.add_argument("--title", default="evqual report", help="report title")
+    xp.set_defaults(func=cmd_explain)
+
     me = sub.add_parser("methods", help="list the detection methods", description="List every method by name.")
     me.set_defaults(func=cmd_methods)
 
@@ -351,6 +382,121 @@ def cmd_predict(args) -> int:
     print(f"evqual: {int(df['flagged'].sum())} of {len(df)} responses flagged by {det.method} "
           f"(threshold {det.threshold_:.3f}); wrote {out}", file=sys.stderr)
     return EXIT_DATA if result.issues else EXIT_OK
+
+
+def _detector_and_policy(args, command):
+    """Load --model and --policy; ``(detector, policy, None)`` or ``(None, None, exit status)``."""
+    from .models import ModelLoadError, default_model_path, load_detector
+    from .scoring import Policy, load_policy
+
+    policy = Policy()
+    if args.policy:
+        try:
+            policy = load_policy(args.policy)
+        except (OSError, ValueError) as exc:
+            print(f"evqual {command}: error: --policy: {exc}", file=sys.stderr)
+            return None, None, EXIT_USAGE
+    try:
+        det = load_detector(Path(args.model) if args.model else default_model_path())
+    except ModelLoadError as exc:
+        print(f"evqual {command}: error: cannot load model: {exc}", file=sys.stderr)
+        return None, None, EXIT_USAGE
+    return det, policy, None
+
+
+def cmd_score(args) -> int:
+    import contextlib
+    import warnings
+
+    from ._progress import Progress
+    from .scoring import AuditLog
+    from .scoring._stream import count_lines, score_file
+
+    src = Path(args.input)
+    if src.is_dir():
+        src = src / "response.jsonl"
+    if not src.is_file():
+        print(f"evqual score: error: {args.input}: file not found", file=sys.stderr)
+        return EXIT_USAGE
+    if args.batch_size < 1:
+        print(f"evqual score: error: --batch-size must be >= 1; got {args.batch_size}", file=sys.stderr)
+        return EXIT_USAGE
+    det, policy, status = _detector_and_policy(args, "score")
+    if det is None:
+        return status
+    progress = Progress(count_lines(src), "evqual score", enabled=False if args.no_progress else None)
+    with contextlib.ExitStack() as stack:
+        if args.out:
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+            out = stack.enter_context(open(args.out, "w", encoding="utf-8", newline="\n"))
+        else:
+            out = sys.stdout
+        audit = stack.enter_context(AuditLog(args.audit_log)) if args.audit_log else None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            n_ok, n_bad = score_file(src, out, det, policy=policy, audit=audit, progress=progress,
+                                     batch_size=args.batch_size)
+    print(f"evqual score: {n_ok} answers scored, {n_bad} lines failed"
+          + (f"; wrote {args.out}" if args.out else ""), file=sys.stderr)
+    return EXIT_DATA if n_bad else EXIT_OK
+
+
+def cmd_explain(args) -> int:
+    import io
+    import json
+    import warnings
+
+    from .explain import write_report
+    from .scoring._stream import read_results, score_file
+
+    if not args.html and not args.markdown:
+        print("evqual explain: error: give --html FILE and/or --markdown FILE", file=sys.stderr)
+        return EXIT_USAGE
+    src = Path(args.input)
+    if not src.is_file():
+        print(f"evqual explain: error: {args.input}: file not found", file=sys.stderr)
+        return EXIT_USAGE
+    is_results = False
+    with open(src, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            if line.strip():
+                try:
+                    first = json.loads(line)
+                except json.JSONDecodeError:
+                    break
+                is_results = isinstance(first, dict) and ("decision" in first or "error" in first)
+                break
+    n_bad = 0
+    if is_results:
+        try:
+            results = read_results(src)
+        except (ValueError, TypeError, KeyError) as exc:
+            print(f"evqual explain: error: {src}: not an `evqual score` output: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    else:
+        det, policy, status = _detector_and_policy(args, "explain")
+        if det is None:
+            return status
+        buf = io.StringIO()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _, n_bad = score_file(src, buf, det, policy=policy)
+        from .scoring import ScoreResult
+
+        results = []
+        for line in buf.getvalue().splitlines():
+            d = json.loads(line)
+            if "error" in d:
+                print(f"evqual explain: line {d['line']}: {d['error']}", file=sys.stderr)
+                continue
+            d.pop("line", None)
+            results.append(ScoreResult.from_dict(d))
+    for target, fmt in ((args.html, "html"), (args.markdown, "markdown")):
+        if target:
+            Path(target).parent.mkdir(parents=True, exist_ok=True)
+            write_report(results, target, fmt=fmt, title=args.title)
+            print(f"evqual explain: {len(results)} answers; wrote {target}", file=sys.stderr)
+    return EXIT_DATA if n_bad else EXIT_OK
 
 
 def cmd_methods(args) -> int:

@@ -16,6 +16,7 @@ E106      a response refers to a ``source_id`` absent from source_info
 E107      the file or folder layout is not one evqual can read
 E108      an id occurs twice in one file
 E109      the file cannot be read (missing, permission, encoding)
+E110      a valid row could not be scored (an internal error; ``evqual score``)
 ========  ==============================================================
 
 Parameter errors raise plain :class:`ValueError` / :class:`TypeError` with
@@ -45,6 +46,7 @@ ERROR_CODES = {
     "E107": "unsupported layout",
     "E108": "duplicate id",
     "E109": "unreadable file",
+    "E110": "scoring failed",
 }
 
 

@@ -49,6 +49,7 @@ __all__ = [
     "load_table",
     "load_jsonl",
     "detect_layout",
+    "iter_records",
 ]
 
 RAGTRUTH_TASKS = ("QA", "Summary", "Data2txt")
@@ -254,6 +255,127 @@ def _ragtruth_files(path: Path) -> tuple[Path, Path]:
     return path, path.with_name("source_info.jsonl")
 
 
+def _ragtruth_sources(src_path: Path, col: _Collector) -> dict[str, tuple]:
+    """``source_id`` -> (task, query, (context, chunks), line) of a ``source_info.jsonl``."""
+    sources: dict[str, tuple] = {}
+    for line, obj in _iter_jsonl(src_path, col):
+        try:
+            sid = _get(obj, "source_id", (str, int), col, src_path, line)
+            task = _get(obj, "task_type", (str,), col, src_path, line)
+            if task not in RAGTRUTH_TASKS:
+                col.add("E103", src_path, line, "task_type", f"must be one of {RAGTRUTH_TASKS}; got {task!r}")
+                continue
+            info = _get(obj, "source_info", (str, dict), col, src_path, line)
+            question = None
+            if task == "QA":
+                if not isinstance(info, dict):
+                    col.add("E103", src_path, line, "source_info",
+                            "must be an object {question, passages} for QA")
+                    continue
+                question = _get(info, "question", (str,), col, src_path, line, prefix="source_info.")
+                passages = _get(info, "passages", (str, list), col, src_path, line, prefix="source_info.")
+                context_in = passages
+            elif task == "Summary":
+                if not isinstance(info, str):
+                    col.add("E103", src_path, line, "source_info", "must be the article text (a string) for Summary")
+                    continue
+                context_in = info
+            else:
+                context_in = info
+        except _RowError:
+            continue
+        sid = str(sid)
+        if sid in sources:
+            col.add("E108", src_path, line, "source_id", f"source_id {sid!r} already defined on line "
+                                                        f"{sources[sid][3]}")
+            continue
+        context, chunks = chunk_context(context_in, task)
+        sources[sid] = (task, derive_query(task, question), (context, chunks), line)
+
+    return sources
+
+
+def _ragtruth_row(obj, sources, resp_path: Path, src_path: Path, line: int, col: _Collector) -> Example:
+    """One ``response.jsonl`` row to an Example (raises _RowError after recording the problem)."""
+    rid = _get(obj, "id", (str, int), col, resp_path, line)
+    sid = _get(obj, "source_id", (str, int), col, resp_path, line)
+    output = _get(obj, "response", (str,), col, resp_path, line)
+    split = _get(obj, "split", (str,), col, resp_path, line, required=False, nullable=True)
+    model = _get(obj, "model", (str,), col, resp_path, line, required=False, nullable=True)
+    temp = _get(obj, "temperature", (float,), col, resp_path, line, required=False, nullable=True)
+    quality = _get(obj, "quality", (str,), col, resp_path, line, required=False, nullable=True)
+    labels = _get(obj, "labels", (list,), col, resp_path, line)
+    spans = _parse_spans(labels, output, col, resp_path, line)
+    rid, sid = str(rid), str(sid)
+    if sid not in sources:
+        col.add("E106", resp_path, line, "source_id", f"source_id {sid!r} is not in {src_path.name}")
+        raise _RowError
+    task, query, (context, chunks), _ = sources[sid]
+    return Example(id=rid, query=query, context=context, output=output, chunks=chunks, task_type=task,
+                   source_id=sid, split=split, model=model, temperature=float(temp) if temp is not None else None,
+                   quality=quality, spans=spans, label=int(bool(spans)), origin=f"{resp_path}:{line}")
+
+
+def iter_records(path):
+    """Stream a generic JSONL or a RAGTruth ``response.jsonl``, one item per line.
+
+    Yields ``(line_no, example, issues)`` for *every* line, blank ones
+    included: ``example`` is ``None`` when the line is bad (or blank), and
+    ``issues`` then lists its :class:`~evqual.errors.DataIssue` (file, line,
+    field, reason).  Nothing is skipped silently, so a caller can write
+    exactly one output per input line.  A RAGTruth file is recognised
+    by a ``source_info.jsonl`` beside it (read first, whole).
+
+    Examples
+    --------
+    >>> import json, tempfile, os
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+    ...     _ = f.write(json.dumps({"context": "a", "output": "b", "query": "q"}) + "\\n{bad\\n")
+    >>> [(n, ex is not None, [i.code for i in issues]) for n, ex, issues in iter_records(f.name)]
+    [(1, True, []), (2, False, ['E101'])]
+    >>> os.unlink(f.name)
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / "response.jsonl"
+    col = _Collector(strict=False)
+    src_path = path.with_name("source_info.jsonl")
+    ragtruth = src_path.is_file() and path.name != src_path.name
+    sources = _ragtruth_sources(src_path, col) if ragtruth else None
+    if not path.is_file():
+        col.add("E109", path, None, None, "file not found")
+        raise EvqualDataError(col.issues, n_ok=0)
+    col.issues.clear()  # source problems only matter for the rows that use them (E106)
+    try:
+        fh = open(path, "rb")
+    except OSError as exc:
+        col.add("E109", path, None, None, f"cannot open file: {exc.strerror or exc}")
+        raise EvqualDataError(col.issues, n_ok=0) from None
+    with fh:
+        for line_no, raw in enumerate(fh, start=1):
+            before = len(col.issues)
+            ex = None
+            if not raw.strip():
+                col.add("E101", path, line_no, None, "blank line (no JSON object)")
+                yield line_no, None, list(col.issues[before:])
+                continue
+            try:
+                obj = json.loads(raw.decode("utf-8"))
+                if not isinstance(obj, dict):
+                    col.add("E101", path, line_no, None, f"expected a JSON object, got {type(obj).__name__}")
+                elif ragtruth:
+                    ex = _ragtruth_row(obj, sources, path, src_path, line_no, col)
+                else:
+                    ex = _generic_row(obj, path, line_no, col)
+            except UnicodeDecodeError as exc:
+                col.add("E101", path, line_no, None, f"line is not valid UTF-8 ({exc.reason})")
+            except json.JSONDecodeError as exc:
+                col.add("E101", path, line_no, None, f"invalid JSON: {exc.msg} at column {exc.colno}")
+            except _RowError:
+                ex = None
+            yield line_no, ex, list(col.issues[before:])
+
+
 def load_ragtruth(path, *, strict: bool = False, splits=None, warn: bool = True) -> LoadResult:
     """Load RAGTruth in its original schema.
 
@@ -298,85 +420,22 @@ def load_ragtruth(path, *, strict: bool = False, splits=None, warn: bool = True)
             raise EvqualDataError(col.issues, n_ok=0)
     keep_splits = set(splits) if splits is not None else None
 
-    sources: dict[str, tuple] = {}
-    for line, obj in _iter_jsonl(src_path, col):
-        try:
-            sid = _get(obj, "source_id", (str, int), col, src_path, line)
-            task = _get(obj, "task_type", (str,), col, src_path, line)
-            if task not in RAGTRUTH_TASKS:
-                col.add("E103", src_path, line, "task_type", f"must be one of {RAGTRUTH_TASKS}; got {task!r}")
-                continue
-            info = _get(obj, "source_info", (str, dict), col, src_path, line)
-            question = None
-            if task == "QA":
-                if not isinstance(info, dict):
-                    col.add("E103", src_path, line, "source_info",
-                            "must be an object {question, passages} for QA")
-                    continue
-                question = _get(info, "question", (str,), col, src_path, line, prefix="source_info.")
-                passages = _get(info, "passages", (str, list), col, src_path, line, prefix="source_info.")
-                context_in = passages
-            elif task == "Summary":
-                if not isinstance(info, str):
-                    col.add("E103", src_path, line, "source_info", "must be the article text (a string) for Summary")
-                    continue
-                context_in = info
-            else:
-                context_in = info
-        except _RowError:
-            continue
-        sid = str(sid)
-        if sid in sources:
-            col.add("E108", src_path, line, "source_id", f"source_id {sid!r} already defined on line "
-                                                        f"{sources[sid][3]}")
-            continue
-        context, chunks = chunk_context(context_in, task)
-        sources[sid] = (task, derive_query(task, question), (context, chunks), line)
+    sources = _ragtruth_sources(src_path, col)
 
     examples: list[Example] = []
     seen_ids: dict[str, int] = {}
     for line, obj in _iter_jsonl(resp_path, col):
         try:
-            rid = _get(obj, "id", (str, int), col, resp_path, line)
-            sid = _get(obj, "source_id", (str, int), col, resp_path, line)
-            output = _get(obj, "response", (str,), col, resp_path, line)
-            split = _get(obj, "split", (str,), col, resp_path, line, required=False, nullable=True)
-            model = _get(obj, "model", (str,), col, resp_path, line, required=False, nullable=True)
-            temp = _get(obj, "temperature", (float,), col, resp_path, line, required=False, nullable=True)
-            quality = _get(obj, "quality", (str,), col, resp_path, line, required=False, nullable=True)
-            labels = _get(obj, "labels", (list,), col, resp_path, line)
-            spans = _parse_spans(labels, output, col, resp_path, line)
+            ex = _ragtruth_row(obj, sources, resp_path, src_path, line, col)
         except _RowError:
             continue
-        rid, sid = str(rid), str(sid)
-        if sid not in sources:
-            col.add("E106", resp_path, line, "source_id", f"source_id {sid!r} is not in {src_path.name}")
+        if ex.id in seen_ids:
+            col.add("E108", resp_path, line, "id", f"id {ex.id!r} already used on line {seen_ids[ex.id]}")
             continue
-        if rid in seen_ids:
-            col.add("E108", resp_path, line, "id", f"id {rid!r} already used on line {seen_ids[rid]}")
+        seen_ids[ex.id] = line
+        if keep_splits is not None and ex.split not in keep_splits:
             continue
-        seen_ids[rid] = line
-        if keep_splits is not None and split not in keep_splits:
-            continue
-        task, query, (context, chunks), _ = sources[sid]
-        examples.append(
-            Example(
-                id=rid,
-                query=query,
-                context=context,
-                output=output,
-                chunks=chunks,
-                task_type=task,
-                source_id=sid,
-                split=split,
-                model=model,
-                temperature=float(temp) if temp is not None else None,
-                quality=quality,
-                spans=spans,
-                label=int(bool(spans)),
-                origin=f"{resp_path}:{line}",
-            )
-        )
+        examples.append(ex)
     return _finish(LoadResult(examples, col.issues, "ragtruth", [str(resp_path), str(src_path)]), warn)
 
 

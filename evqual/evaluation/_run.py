@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..models import Detector, FrameBuilder, MethodSpec, get_method, validation_split
-from ..models._frame import SENT
+from ..models._frame import SENT, TOK
+from ..models._spans import project_sentences, span_scores
 from ._metrics import binary_metrics, grouped_metrics, type_metrics
 from ._protocols import protocol_splits
 
@@ -71,6 +72,7 @@ def evaluate(data=None, method: str = "evqual", protocol: str = "cv5", *, frame=
         frame, _, featurize_seconds = build_frame(data, entity_backend=entity_backend)
     frame = frame.reset_index(drop=True)
     rows, sent_rows, detectors, folds = [], [], [], []
+    span_rows, flagged = [], []  # (task, gold, projection, tagger) per held-out response; flagged sentences
     predict_seconds = 0.0
     n_pred = 0
     for fold, train_idx, test_idx in protocol_splits(frame, protocol, n_splits=n_splits,
@@ -92,7 +94,17 @@ def evaluate(data=None, method: str = "evqual", protocol: str = "cv5", *, frame=
         part["pred"] = (risk >= det.threshold_).astype(int)
         rows.append(part)
         if sent_risk is not None and det.sentence_threshold_ is not None:
-            for (_, r), block, sr in zip(test.iterrows(), test[SENT], sent_risk):
+            tagged = det.predict_spans_frame(test, sent_risk) if TOK in test.columns else None
+            ecs_col = _ecs_column(test)
+            for k, ((_, r), block, sr) in enumerate(zip(test.iterrows(), test[SENT], sent_risk)):
+                for j in np.flatnonzero(sr >= det.sentence_threshold_):
+                    flagged.append((block.nearest[j] >= 0 if block.nearest else False,
+                                    float(block.values[j, ecs_col]) if ecs_col is not None else np.nan))
+                tok = test[TOK].iloc[k] if TOK in test.columns else None
+                if tok is not None and tok.gold is not None:
+                    span_rows.append((r["task_type"], tok.gold,
+                                      project_sentences(block.offsets, sr, det.sentence_threshold_),
+                                      tagged[k] if tagged is not None else None))
                 if block.labels is None:
                     continue
                 for j, ((s, e), lab, rk) in enumerate(zip(block.offsets, block.labels, sr)):
@@ -111,12 +123,55 @@ def evaluate(data=None, method: str = "evqual", protocol: str = "cv5", *, frame=
                         featurize_ms=1000.0 * (featurize_seconds or 0.0) / max(1, len(frame)),
                         predict_ms=1000.0 * predict_seconds / max(1, n_pred),
                         calibration=calibration, threshold_rule=threshold_rule)
+    metrics["span"] = span_summary(span_rows)
+    metrics["attribution"] = attribution_summary(flagged)
     # the validation parts of the training sides only (never the held-out folds): for model selection
     val = [d.validation_metrics_ for d in detectors]
     metrics["validation"] = {k: float(np.mean([v[k] for v in val if v.get(k) is not None]))
-                             for k in ("f1", "auroc", "auprc", "brier", "sentence_auroc")
+                             for k in ("f1", "auroc", "auprc", "brier", "sentence_auroc", "span_f1")
                              if any(v.get(k) is not None for v in val)}
     return EvaluationResult(protocol, method, preds, sentences, metrics, detectors, folds)
+
+
+def _ecs_column(frame):
+    names = frame[SENT].iloc[0].names if len(frame) else ()
+    return list(names).index("sent.chain.ecs.v2") if "sent.chain.ecs.v2" in names else None
+
+
+def span_summary(span_rows) -> dict | None:
+    """Character-level metrics (seed 004): the tagger's when there is one, and the sentence projection's.
+
+    ``{"precision", "recall", "f1", "source", "projection": {...}, "tagger": {...} | None, "per_task":
+    {task: {"projection": {...}, "tagger": {...}}}}``; top-level keys are the tagger's (else the projection's).
+    """
+    if not span_rows:
+        return None
+
+    def scores(rows):
+        gold = [r[1] for r in rows]
+        proj = span_scores([r[2] for r in rows], gold)
+        tag = span_scores([r[3] for r in rows], gold) if rows and rows[0][3] is not None else None
+        return proj, tag
+
+    proj, tag = scores(span_rows)
+    best = tag if tag is not None else proj
+    out = {"precision": best["precision"], "recall": best["recall"], "f1": best["f1"],
+           "source": "tagger" if tag is not None else "projection", "projection": proj, "tagger": tag,
+           "per_task": {}}
+    for task in sorted({r[0] for r in span_rows}):
+        p, t = scores([r for r in span_rows if r[0] == task])
+        out["per_task"][task] = {"projection": p, "tagger": t}
+    return out
+
+
+def attribution_summary(flagged) -> dict | None:
+    """Seed 004 Table 10: flagged held-out sentences linked to a non-empty nearest evidence chunk."""
+    if not flagged:
+        return None
+    with_ev = sum(1 for has, _ in flagged if has)
+    ecs = [e for _, e in flagged if not np.isnan(e)]
+    return {"flagged_sentences": len(flagged), "with_evidence": with_ev, "coverage": with_ev / len(flagged),
+            "mean_ecs_flagged": float(np.mean(ecs)) if ecs else None}
 
 
 def _validation(frame, train_idx, protocol: str, random_state: int):

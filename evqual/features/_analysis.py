@@ -60,21 +60,29 @@ class Analysis:
         Sentence-level feature name to an array over sentences.
     sentences : list of SentenceEvidence
         Built on first access (the feature matrix does not need it).
+    match : SentenceMatch
+        Sentence-versus-chunk measures.
+    index : ContextIndex
+        The context's token statistics.
+    query_vocab : set of str
+        The query's content tokens.
     """
 
-    __slots__ = ("response", "sentence", "match", "_parts", "_sentences")
+    __slots__ = ("response", "sentence", "match", "index", "query_vocab", "_parts", "_sentences")
 
-    def __init__(self, response: dict, sentence: dict, match, parts):
+    def __init__(self, response: dict, sentence: dict, match, parts, index=None, query_vocab=frozenset()):
         self.response = response
         self.sentence = sentence
         self.match = match
+        self.index = index
+        self.query_vocab = query_vocab
         self._parts = parts
         self._sentences = None
 
     @property
     def sentences(self) -> list:
         if self._sentences is None:
-            offsets, unsup_numbers, unsup_ents, refusal = self._parts
+            offsets, unsup_numbers, unsup_ents, refusal, _ = self._parts
             nearest = self.match.nearest.tolist()
             self._sentences = [
                 SentenceEvidence(start=s, end=e, nearest_chunk=nearest[i],
@@ -83,6 +91,21 @@ class Analysis:
                 for i, (s, e) in enumerate(offsets)
             ]
         return self._sentences
+
+    @property
+    def offsets(self) -> list[tuple[int, int]]:
+        """``(start, end)`` of each output sentence."""
+        return self._parts[0]
+
+    @property
+    def numbers(self) -> tuple[list, list]:
+        """Per sentence: (number mentions, unsupported number mentions)."""
+        return self._parts[4], self._parts[1]
+
+    @property
+    def unsupported_entities(self) -> list:
+        """Per sentence: entity mentions with a content token absent from the context."""
+        return self._parts[2]
 
     def novel_tokens(self, i: int) -> list[str]:
         """Content tokens of sentence ``i`` absent from the whole context."""
@@ -160,7 +183,8 @@ def analyze(example, entities, cache: ContextCache | None = None) -> Analysis:
     for name, value in task_features(example.task_type, prefix="sent.").items():
         sentence[name] = np.full(n, value)
 
-    return Analysis(response, sentence, match, (sentences, unsup_numbers, unsup_ents, refusal))
+    return Analysis(response, sentence, match, (sentences, unsup_numbers, unsup_ents, refusal, numbers),
+                    index=index, query_vocab=q_set)
 
 
 def analyze_many(examples, extractor=None, cache: ContextCache | None = None, progress=None,

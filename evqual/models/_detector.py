@@ -23,8 +23,9 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.metrics import f1_score, make_scorer, precision_score, recall_score
 from sklearn.model_selection import FixedThresholdClassifier, StratifiedGroupKFold, TunedThresholdClassifierCV
 
-from ._frame import FrameBuilder
+from ._frame import TOK, FrameBuilder
 from ._methods import MethodSpec, get_method
+from ._spans import tokens_to_spans
 
 __all__ = ["Detector", "THRESHOLD_RULES", "CALIBRATIONS", "seed002_objective", "validation_split"]
 
@@ -49,6 +50,7 @@ def seed002_objective(y_true, y_pred) -> float:
 _GRIDS = {"f1": np.round(np.arange(0.01, 0.99 + 1e-9, 0.005), 4),
           "seed002": np.round(np.arange(0.20, 0.80 + 1e-9, 0.005), 4)}
 _SCORERS = {"f1": "f1", "seed002": make_scorer(seed002_objective)}
+_SPAN_GRID = np.round(np.arange(0.05, 0.90 + 1e-9, 0.025), 4)
 
 
 class _ScoreClassifier(ClassifierMixin, BaseEstimator):
@@ -137,6 +139,11 @@ class Detector:
         The fitted calibration map of the positive-class score.
     threshold_ : float
     sentence_threshold_ : float or None
+    span_tagger_ : SpanTagger or None
+        Character-span tagger (methods with ``span_tagger``), fitted on the
+        training part with out-of-fold sentence risks.
+    span_threshold_ : float or None
+        Token threshold of the tagger, maximising character F1 on validation.
     builder_ : FrameBuilder
         Featurizers (fitted by :meth:`fit`; unset after :meth:`fit_frames`).
 
@@ -248,8 +255,32 @@ class Detector:
                 tuned = tune_threshold(_ScoreClassifier().fit(risks[:, None], labels), risks[:, None], labels,
                                        self.threshold_rule)
                 self.sentence_threshold_ = float(tuned.best_threshold_)
+        oof = self.model_.__dict__.pop("oof_sentence_risks_", None)  # transient: never saved
+        self.span_tagger_, self.span_threshold_ = None, None
+        if self.spec.span_tagger and TOK in train.columns and oof is not None:
+            self._fit_span_tagger(train, val, oof)
         self.n_train_, self.n_validation_ = len(train), len(val)
         return self
+
+    def _fit_span_tagger(self, train, val, oof):
+        from ._spans import SpanTagger, span_scores
+
+        has_gold = [t.gold is not None for t in train[TOK]]
+        if not any(has_gold) or not any(t.labels is not None and t.labels.any() for t in train[TOK]):
+            return
+        tagger = SpanTagger(random_state=self.random_state).fit(train, sentence_risks=oof)
+        sr = self.model_.sentence_proba(val)
+        probs = tagger.token_proba(val, sr)
+        keep = [i for i, t in enumerate(val[TOK]) if t.gold is not None]
+        gold = [val[TOK].iloc[i].gold for i in keep]
+        best = (0.5, -1.0)
+        for th in _SPAN_GRID:
+            pred = [tokens_to_spans(val[TOK].iloc[i].offsets, probs[i], th) for i in keep]
+            f = span_scores(pred, gold)["f1"]
+            if f > best[1]:
+                best = (float(th), f)
+        self.span_tagger_, self.span_threshold_ = tagger, best[0]
+        self.validation_metrics_["span_f1"] = best[1]
 
     def _sentence_scores(self, frame):
         from ._frame import SENT
@@ -285,10 +316,106 @@ class Detector:
             return None
         return self.model_.sentence_proba(frame)
 
+    def predict_proba_and_sentences_frame(self, frame):
+        """``(calibrated response risks, raw sentence risks per row or None)``, the sentence model run once."""
+        model = self.model_
+        if hasattr(model, "predict_proba_and_sentences"):
+            raw, sent = model.predict_proba_and_sentences(frame)
+            raw = raw[:, 1]
+        else:
+            raw, sent = model.predict_proba(frame)[:, 1], self.sentence_proba_frame(frame)
+        if self.calibrator_ is not None:
+            raw = np.clip(self.calibrator_.predict(raw), 0.0, 1.0)
+        return raw, sent
+
+    # ------------------------------------------------------------------ production scoring
+    @classmethod
+    def load(cls, path=None) -> "Detector":
+        """Load a saved detector (default: the shipped ``models/default``); see :func:`evqual.models.load_detector`."""
+        from ._io import default_model_path, load_detector
+
+        return load_detector(path if path is not None else default_model_path())
+
+    def score(self, *, query=None, context, output, task_type=None, metadata=None, id=None, policy=None):
+        """Score one answer: calibrated risk, decision, sentences with reasons and evidence, spans.
+
+        Parameters
+        ----------
+        query : str or None
+            The user's request (``None``: derived from ``task_type``).
+        context : str, list of str or dict
+            The evidence given to the generator (a list is one chunk per item).
+        output : str
+            The answer under audit.
+        task_type : str or None
+            ``"QA"``, ``"Summary"``, ``"Data2txt"`` or another string.
+        metadata : dict or None
+            ``model``, ``temperature``, ``quality``, ``source_id``, ``split``
+            (only metadata-using methods read them).
+        id : str, optional
+        policy : evqual.scoring.Policy, optional
+            Decision bands and topic thresholds (default ``Policy()``).
+
+        Returns
+        -------
+        evqual.scoring.ScoreResult
+
+        Examples
+        --------
+        >>> from evqual.models import Detector
+        >>> det = Detector.load()
+        >>> r = det.score(query="When did the bridge open?",
+        ...               context=["The bridge opened in 1932 after six years of work."],
+        ...               output="The bridge opened in 1935.")
+        >>> r.sentences[0].reasons[0].code
+        'NUMBER_CONFLICT'
+        >>> 0.0 <= r.risk <= 1.0
+        True
+        """
+        from ..scoring._score import as_scoring_example, score_examples
+
+        item = {"query": query, "context": context, "output": output, "task_type": task_type,
+                "metadata": metadata, "id": id}
+        return score_examples(self, [as_scoring_example(item)], policy=policy)[0]
+
+    def score_batch(self, items, *, policy=None, batch_size: int = 64) -> list:
+        """Score many answers (dicts of :meth:`score`'s arguments, or Examples); results in input order.
+
+        Answers are featurized and scored ``batch_size`` at a time, which is
+        much faster per answer than calling :meth:`score` in a loop.
+        """
+        from ..scoring._score import as_scoring_example, score_examples
+
+        out, batch = [], []
+        for n, item in enumerate(items):
+            batch.append(as_scoring_example(item, default_id=str(n)))
+            if len(batch) >= batch_size:
+                out.extend(score_examples(self, batch, policy=policy))
+                batch = []
+        if batch:
+            out.extend(score_examples(self, batch, policy=policy))
+        return out
+
+    def span_proba_frame(self, frame, sentence_risks=None) -> list[np.ndarray] | None:
+        """Token risks per row from the span tagger (``None`` without one)."""
+        if getattr(self, "span_tagger_", None) is None:
+            return None
+        if sentence_risks is None:
+            sentence_risks = self.model_.sentence_proba(frame)
+        return self.span_tagger_.token_proba(frame, sentence_risks)
+
+    def predict_spans_frame(self, frame, sentence_risks=None) -> list[list[tuple]] | None:
+        """``(start, end, risk)`` character spans per row from the span tagger (``None`` without one)."""
+        probs = self.span_proba_frame(frame, sentence_risks)
+        if probs is None:
+            return None
+        return [tokens_to_spans(tok.offsets, p, self.span_threshold_) for tok, p in zip(frame[TOK], probs)]
+
     def _frame(self, examples):
         if not hasattr(self, "builder_"):
             raise ValueError("this Detector was fitted on frames; pass frames to *_frame methods.")
-        return self.builder_.transform(examples, with_targets=False)
+        return self.builder_.transform(examples, with_targets=False,
+                                       with_tokens=getattr(self, "span_tagger_", None) is not None)
 
     def predict_proba(self, examples) -> np.ndarray:
         """Calibrated risk that each example's output is hallucinated."""

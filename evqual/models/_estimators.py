@@ -347,6 +347,8 @@ class StackedEvidenceClassifier(ClassifierMixin, BaseEstimator):
         if any(r is None for r in oof):
             oof = self.sentence_model_.sentence_proba(X)
             text_oof = self._text_risks(X)
+        # out-of-fold sentence risks of the training rows, for a span tagger fitted next (not saved)
+        self.oof_sentence_risks_ = oof
         self.response_model_ = clone(self.response_estimator).fit(self._response_matrix(X, oof, text_oof), y)
         self.feature_names_ = list(self.response_columns_) + list(AGGREGATE_NAMES) + [f"agg.{n}" for n in names]
         return self
@@ -361,9 +363,13 @@ class StackedEvidenceClassifier(ClassifierMixin, BaseEstimator):
         return self.sentence_model_.sentence_proba(X)
 
     def predict_proba(self, X):
+        return self.predict_proba_and_sentences(X)[0]
+
+    def predict_proba_and_sentences(self, X):
+        """``(predict_proba(X), sentence risks per row)`` with the sentence model run once."""
         check_is_fitted(self, "response_model_")
         risks = self.sentence_model_.sentence_proba(X)
-        return fast_proba(self.response_model_, self._response_matrix(X, risks, self._text_risks(X)))
+        return fast_proba(self.response_model_, self._response_matrix(X, risks, self._text_risks(X))), risks
 
     def predict(self, X):
         return (self.predict_proba(X)[:, 1] >= 0.5).astype(int)

@@ -11,6 +11,9 @@ classifier over *response rows*, so that calibration
   methods that score sentences and take the maximum;
 * ``__text__``: query, context and output joined, for the TF-IDF baseline;
 * ``__output__``: the output alone, for evqual's output-text model;
+* ``__tok__``: a :class:`~evqual.features.TokenBlock` per response (token
+  features, offsets and, when spans are known, token labels) for the
+  character-span tagger (only with ``with_tokens=True``);
 * ``source_id`` and ``task_type`` (grouping and per-task models).
 
 Features are computed once per dataset; evaluation protocols slice the frame.
@@ -22,12 +25,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..data._targets import response_label, sentence_targets
+from ..data._targets import char_spans, response_label, sentence_targets
 from ..features import EvidenceFeaturizer, as_examples
 
-__all__ = ["SentenceBlock", "FrameBuilder", "SENT", "TEXT", "OUTPUT", "FRAME_INFO_COLUMNS"]
+__all__ = ["SentenceBlock", "FrameBuilder", "SENT", "TEXT", "OUTPUT", "TOK", "FRAME_INFO_COLUMNS"]
 
 SENT = "__sent__"
+TOK = "__tok__"
 TEXT = "__text__"
 OUTPUT = "__output__"
 FRAME_INFO_COLUMNS = ("id", "source_id", "task_type", "model", "quality", "split", "label")
@@ -40,6 +44,7 @@ class SentenceBlock(NamedTuple):
     names: tuple  # feature names, shared by every block of a frame
     labels: np.ndarray | None  # (n_sentences,) 0/1, or None when spans are unknown
     offsets: tuple = ()  # ((start, end), ...) in the output
+    nearest: tuple = ()  # index of each sentence's nearest evidence chunk (-1: none)
 
 
 def _objects(values) -> np.ndarray:
@@ -80,9 +85,15 @@ class FrameBuilder:
     def sentence_names(self) -> tuple:
         return tuple(self.sentence_featurizer_.get_feature_names_out())
 
-    def transform(self, examples, *, with_targets: bool = True):
+    def transform(self, examples, *, with_targets: bool = True, with_tokens: bool = True):
         """Examples to a frame (pandas DataFrame, one row per example, input order)."""
+        return self.transform_with_analyses(examples, with_targets=with_targets, with_tokens=with_tokens)[0]
+
+    def transform_with_analyses(self, examples, *, with_targets: bool = True, with_tokens: bool = True):
+        """``(frame, examples, analyses)``: the frame and what explanations read."""
         import pandas as pd
+
+        from ..features._token_features import token_block
 
         examples = as_examples(examples)
         rf = self.response_featurizer_
@@ -99,8 +110,8 @@ class FrameBuilder:
             if with_targets and ex.spans is not None:
                 targets = sentence_targets(ex, exclude_implicit_true=self.exclude_implicit_true)
                 labels = np.array([t["label"] for t in targets], dtype=np.int64)
-            offsets = tuple((s.start, s.end) for s in an.sentences)
-            blocks.append(SentenceBlock(S[pos:pos + n], names, labels, offsets))
+            blocks.append(SentenceBlock(S[pos:pos + n], names, labels, tuple(an.offsets),
+                                        tuple(an.match.nearest.tolist())))
             pos += n
         labels = [response_label(ex, exclude_implicit_true=self.exclude_implicit_true) if with_targets else None
                   for ex in ex_list]
@@ -119,10 +130,15 @@ class FrameBuilder:
                                              and not (self.exclude_implicit_true and s.implicit_true)}))
                             for ex in ex_list],
         }
+        if with_tokens:
+            info[TOK] = [token_block(ex.output, an, char_spans(ex, exclude_implicit_true=self.exclude_implicit_true)
+                                     if with_targets else None)
+                         for ex, an in zip(ex_list, analyses)]
         # one concatenation instead of a column insertion per field (a single response is scored in ~1 ms)
         # object columns: pandas would otherwise convert every text field to Arrow strings
         info = {k: (v if k == "label" else _objects(v)) for k, v in info.items()}
-        return pd.concat([pd.DataFrame(R, columns=self.response_names), pd.DataFrame(info)], axis=1)
+        frame = pd.concat([pd.DataFrame(R, columns=self.response_names), pd.DataFrame(info)], axis=1)
+        return frame, ex_list, analyses
 
     def fit_transform(self, examples, **kw):
         examples = as_examples(examples)

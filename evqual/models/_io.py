@@ -218,5 +218,6 @@ def load_detector(path):
     if refused:
         raise ModelLoadError(f"{model_path}: holds types outside the allow-list {TRUSTED_PREFIXES}: {refused}")
     detector = sio.load(model_path, trusted=untrusted)
+    meta.setdefault("name", folder.name)
     detector.meta_ = meta
     return detector

@@ -78,6 +78,9 @@ class MethodSpec:
         Whether the method scores sentences (and so has sentence metrics).
     uses_metadata : bool
         Whether it sees generator identity, temperature or quality.
+    span_tagger : bool
+        Whether a :class:`~evqual.models.SpanTagger` is fitted alongside it
+        (character spans; evqual's methods).
     """
 
     name: str
@@ -86,6 +89,7 @@ class MethodSpec:
     make: Callable
     sentence_level: bool
     uses_metadata: bool
+    span_tagger: bool = False
 
 
 def _lr(**kw):
@@ -202,7 +206,8 @@ _SPECS = [
      _evqual(True), True, True),
 ]
 
-METHODS: dict[str, MethodSpec] = {n: MethodSpec(n, s, d, m, sl, um) for n, s, d, m, sl, um in _SPECS}
+METHODS: dict[str, MethodSpec] = {n: MethodSpec(n, s, d, m, sl, um, span_tagger=(s == "evqual"))
+                                  for n, s, d, m, sl, um in _SPECS}
 
 
 def get_method(name: str) -> MethodSpec:

@@ -1,0 +1,21 @@
+"""Explaining scored answers: reason codes, provenance templates, audit reports in HTML and markdown.
+
+>>> from evqual.explain import REASONS
+>>> "ENTITY_UNSUPPORTED" in REASONS
+True
+"""
+
+from ._reasons import LOW_SUPPORT_ECS, REASONS, ReasonCode, citation_for, explanation_text, sentence_reasons
+from ._render import render_html, render_markdown, write_report
+
+__all__ = [
+    "LOW_SUPPORT_ECS",
+    "REASONS",
+    "ReasonCode",
+    "citation_for",
+    "explanation_text",
+    "render_html",
+    "render_markdown",
+    "sentence_reasons",
+    "write_report",
+]

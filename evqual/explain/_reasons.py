@@ -1,0 +1,244 @@
+"""Deterministic provenance explanations: reason codes and their templates (seed 004).
+
+Every output sentence is checked for the support gaps below; each gap found
+becomes a :class:`~evqual.scoring.Reason` with a stable ``code``, a sentence
+a person can read (the code's ``template`` filled in) and machine-readable
+``details``.  No language model is involved: the same input always gives the
+same reasons.  This table is the one place the codes are defined.
+
+==========================  ================================================================
+code                        raised when (per sentence)
+==========================  ================================================================
+``NUMBER_CONFLICT``         a number absent from the context, while the nearest chunk
+                            states a different number ("69 million" vs "67 million")
+``NUMBER_UNSUPPORTED``      a number absent from the context (no competing number nearby)
+``ENTITY_UNSUPPORTED``      a named entity with a word absent from the context
+``NOVEL_PHRASE``            two or more consecutive content words absent from the context
+                            and the query
+``NOVEL_WORDS``             single content words absent from the context and the query
+``LOW_SUPPORT``             evidence-chain score below 0.35: few of the sentence's words
+                            are in its nearest chunk
+``NEGATION_MISMATCH``       the sentence and its nearest chunk disagree on a negation
+                            while sharing most of their words
+``ANTONYM``                 a word whose opposite is in the nearest chunk and it is not
+``FIELD_CONFLICT``          Data2txt: a yes/no field of the record stated the other way
+``FIELD_NULL``              Data2txt: a field whose value is null is stated
+``FIELD_ABSENT``            Data2txt: a business attribute the record does not have
+``REFUSAL_WITH_CONTEXT``    refusal-like wording although the context covers the query
+``NO_EVIDENCE``             the context is empty
+``MODEL_RISK``              flagged by the model without any of the gaps above
+==========================  ================================================================
+
+Examples
+--------
+>>> from evqual.explain import REASONS
+>>> REASONS["NUMBER_CONFLICT"].template
+"unsupported number '{mention}' where the nearest evidence ({chunk_id}) says '{evidence}'"
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..scoring._result import Citation, Reason
+from ..text import STOP_WORDS, extract_numbers
+from ..text._tokens import TOKEN_PATTERN
+
+__all__ = ["REASONS", "ReasonCode", "sentence_reasons", "citation_for", "explanation_text", "LOW_SUPPORT_ECS"]
+
+LOW_SUPPORT_ECS = 0.35
+_TOKEN_RE = re.compile(TOKEN_PATTERN)
+
+
+@dataclass(frozen=True)
+class ReasonCode:
+    """A reason code: its stable ``code``, a short ``title`` and the ``template`` of its text."""
+
+    code: str
+    title: str
+    template: str
+
+
+REASONS: dict[str, ReasonCode] = {r.code: r for r in (
+    ReasonCode("NUMBER_CONFLICT", "conflicting number",
+               "unsupported number '{mention}' where the nearest evidence ({chunk_id}) says '{evidence}'"),
+    ReasonCode("NUMBER_UNSUPPORTED", "unsupported number", "number '{mention}' does not appear in the context"),
+    ReasonCode("ENTITY_UNSUPPORTED", "unsupported entity", "entity '{mention}' is absent from the context"),
+    ReasonCode("NOVEL_PHRASE", "unsupported phrase",
+               "the phrase '{phrase}' has no support in the context or the query"),
+    ReasonCode("NOVEL_WORDS", "unsupported words", "words absent from the context and the query: {words}"),
+    ReasonCode("LOW_SUPPORT", "low evidence-chain score",
+               "low evidence-chain score ({ecs:.2f}): {recall:.0%} of the sentence's content words are in the "
+               "nearest evidence ({chunk_id})"),
+    ReasonCode("NEGATION_MISMATCH", "negation reverses the evidence",
+               "the sentence {sentence_side} a negation that the nearest evidence ({chunk_id}) {evidence_side}"),
+    ReasonCode("ANTONYM", "antonym of the evidence",
+               "'{word}' reverses '{opposite}' in the nearest evidence ({chunk_id})"),
+    ReasonCode("FIELD_CONFLICT", "contradicts a record field",
+               "states '{field}' the other way round: the record says {value}"),
+    ReasonCode("FIELD_NULL", "states an unknown field", "states '{field}', which the record leaves null"),
+    ReasonCode("FIELD_ABSENT", "attribute not in the record", "mentions '{attribute}', which the record does not list"),
+    ReasonCode("REFUSAL_WITH_CONTEXT", "refusal despite relevant context",
+               "refusal-like wording although the context covers {query_coverage:.0%} of the query's content words"),
+    ReasonCode("NO_EVIDENCE", "no evidence", "the context is empty: nothing can support this sentence"),
+    ReasonCode("MODEL_RISK", "model risk",
+               "the model rates the sentence risky ({risk:.2f}) without one clear support gap"),
+)}
+
+
+def _reason(code: str, **details) -> Reason:
+    return Reason(code, REASONS[code].template.format(**details), details)
+
+
+def citation_for(example, analysis, i: int) -> Citation | None:
+    """The nearest evidence chunk of sentence ``i`` as a :class:`~evqual.scoring.Citation`."""
+    k = int(analysis.match.nearest[i]) if len(analysis.match.nearest) > i else -1
+    if k < 0 or k >= len(example.chunks):
+        return None
+    c = example.chunks[k]
+    return Citation(c.id, k, c.start, c.end, example.context[c.start:c.end], float(analysis.match.recall[i]))
+
+
+def _closest_number(mention, chunk_text: str, sentence_values: set):
+    """The number of the chunk most like ``mention`` (same unit first, then nearest value)."""
+    cands = [m for m in extract_numbers(chunk_text) if m.value not in sentence_values]
+    if not cands:
+        return None
+
+    def key(m):
+        try:
+            gap = abs(float(m.value) - float(mention.value))
+        except ValueError:
+            gap = float("inf")
+        return (m.unit != mention.unit, gap)
+
+    return min(cands, key=key)
+
+
+def _novel_runs(output: str, s: int, e: int, vocab, query_vocab):
+    """Runs of consecutive novel content words (stop words inside a run are kept) as (start, end, words)."""
+    runs, cur = [], None
+    for m in _TOKEN_RE.finditer(output, s, e):
+        t = m.group().lower()
+        if t in STOP_WORDS:
+            continue
+        if t not in vocab and t not in query_vocab:
+            if cur is None:
+                cur = [m.start(), m.end(), [m.group()]]
+            else:
+                cur[1] = m.end()
+                cur[2].append(m.group())
+        elif cur is not None:
+            runs.append(cur)
+            cur = None
+    if cur is not None:
+        runs.append(cur)
+    return runs
+
+
+def sentence_reasons(example, analysis, i: int, *, risk: float | None = None) -> list[Reason]:
+    """Every support gap of output sentence ``i``, in the order of :data:`REASONS`.
+
+    ``risk`` (the model's sentence risk) only fills ``MODEL_RISK``'s text,
+    which is added when no other gap is found; pass ``None`` to leave it out.
+    """
+    output = example.output
+    s, e = analysis.offsets[i]
+    sent = analysis.sentence
+    index = analysis.index
+    citation = citation_for(example, analysis, i)
+    chunk_id = citation.chunk_id if citation else "none"
+    k = citation.chunk_index if citation else -1
+    out: list[Reason] = []
+    if index.n_chunks == 0:
+        out.append(_reason("NO_EVIDENCE"))
+    numbers, unsup_numbers = analysis.numbers
+    sentence_values = {m.value for m in numbers[i]} | {m.raw_value for m in numbers[i]}
+    for m in unsup_numbers[i]:
+        ev = _closest_number(m, example.chunk_text(k), sentence_values) if k >= 0 else None
+        if ev is not None:
+            out.append(_reason("NUMBER_CONFLICT", mention=m.text, evidence=ev.text, chunk_id=chunk_id,
+                               start=m.start, end=m.end))
+        else:
+            out.append(_reason("NUMBER_UNSUPPORTED", mention=m.text, start=m.start, end=m.end))
+    for ent in analysis.unsupported_entities[i]:
+        out.append(_reason("ENTITY_UNSUPPORTED", mention=ent.text, label=ent.label, start=ent.start, end=ent.end))
+    covered = [(r.details["start"], r.details["end"]) for r in out if "start" in r.details]
+    singles = []
+    for a, b, words in _novel_runs(output, s, e, index.vocab, analysis.query_vocab):
+        if any(a < ce and b > cs for cs, ce in covered):
+            continue  # already explained as a number or an entity
+        if len(words) >= 2:
+            out.append(_reason("NOVEL_PHRASE", phrase=output[a:b], start=a, end=b))
+        elif not words[0].isdigit():
+            singles.append(words[0])
+    if singles:
+        out.append(_reason("NOVEL_WORDS", words=", ".join(f"'{w}'" for w in dict.fromkeys(singles)),
+                           word_list=list(dict.fromkeys(singles))))
+    ecs = float(sent["sent.chain.ecs.v2"][i])
+    if index.n_chunks and ecs < LOW_SUPPORT_ECS and analysis.match.n_content[i] > 0:
+        out.append(_reason("LOW_SUPPORT", ecs=ecs, recall=float(analysis.match.recall[i]), chunk_id=chunk_id))
+    if sent["sent.negation.mismatch.v1"][i] and k >= 0:
+        chunk_neg = index.chunk_negation(k)[0]
+        out.append(_reason("NEGATION_MISMATCH", chunk_id=chunk_id,
+                           sentence_side="has" if not chunk_neg else "lacks",
+                           evidence_side="does not have" if not chunk_neg else "has"))
+    if sent["sent.negation.antonym.v1"][i] and k >= 0:
+        from ..features._novelty import ANTONYMS
+
+        near = index.chunk_negation(k)[1]
+        for m in _TOKEN_RE.finditer(output, s, e):
+            t = m.group().lower()
+            opp = [o for o in sorted(ANTONYMS.get(t, ())) if o in near]
+            if opp and t not in near:
+                out.append(_reason("ANTONYM", word=m.group(), opposite=opp[0], chunk_id=chunk_id,
+                                   start=m.start(), end=m.end()))
+                break
+    if (sent["sent.structure.conflict.v1"][i] or sent["sent.structure.null.v1"][i]
+            or sent["sent.structure.absent.v1"][i]):
+        out.extend(_field_reasons(output, s, e, index))
+    if sent["sent.refusal.v1"][i] and index.n_chunks:
+        q = analysis.query_vocab
+        cov = (sum(1 for t in q if t in index.vocab) / len(q)) if q else 0.0
+        if cov >= 0.5:
+            out.append(_reason("REFUSAL_WITH_CONTEXT", query_coverage=cov))
+    if not out and risk is not None:
+        out.append(_reason("MODEL_RISK", risk=float(risk)))
+    return out
+
+
+def _field_reasons(output, s, e, index) -> list[Reason]:
+    from ..features._structure import KNOWN_ATTRIBUTES, NEGATION_RE, _mentions, _norm
+
+    fields, keys = index.fields
+    toks = [t.lower() for t in _TOKEN_RE.findall(output[s:e])]
+    tset = {_norm(t) for t in toks if t not in STOP_WORDS} | set(toks)
+    negated = NEGATION_RE.search(output, s, e) is not None
+    out = []
+    for label, kind, phrase, joined in fields:
+        if not _mentions(phrase, joined, tset):
+            continue
+        if kind == "null":
+            out.append(_reason("FIELD_NULL", field=label))
+        elif (kind == "false") != negated:
+            out.append(_reason("FIELD_CONFLICT", field=label, value=kind))
+    for key, words in KNOWN_ATTRIBUTES.items():
+        if key.lower() not in keys and all(w in tset for w in words):
+            out.append(_reason("FIELD_ABSENT", attribute=key))
+    return out
+
+
+def explanation_text(flagged: bool, risk: float, threshold: float, reasons, citation) -> str:
+    """One readable paragraph for a sentence: verdict, reasons and the cited evidence."""
+    verdict = (f"Flagged (risk {risk:.2f} >= {threshold:.2f})" if flagged
+               else f"Not flagged (risk {risk:.2f} < {threshold:.2f})")
+    parts = [r.text for r in reasons]
+    text = verdict + (" because " + "; ".join(parts) if flagged and parts else "")
+    if not flagged and parts:
+        text += "; gaps noted: " + "; ".join(parts)
+    if citation is not None:
+        text += f". Nearest evidence: {citation.chunk_id}."
+    else:
+        text += ". No evidence chunk."
+    return text

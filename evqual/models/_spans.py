@@ -1,0 +1,206 @@
+"""Character-span localisation: a token tagger and the sentence-projection baseline.
+
+Seed 004 projects flagged sentences onto their characters (every character of
+a flagged sentence is predicted hallucinated), which over-marks the supported
+words of long sentences.  :class:`SpanTagger` instead scores every token of
+the output with a gradient-boosted classifier over
+
+* the token's own features (:data:`evqual.features.TOKEN_FEATURE_NAMES`:
+  in the context or not, IDF, inside a novel bigram or run, part of an
+  unsupported number or entity, position ...), and
+* the features of the sentence holding it (support, chain, drift ...),
+
+trained on the tokens of RAGTruth's span annotations (a token is positive
+when it overlaps a gold span).  Tokens at or above a threshold (tuned on
+validation for character F1 by :class:`~evqual.models.Detector`) are merged
+into spans: consecutive flagged tokens form one span, from the first token's
+start to the last token's end; a span's risk is the mean of its tokens'.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, clone
+from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.utils.validation import check_is_fitted
+
+from ..data._targets import merge_intervals
+from ._fasttrees import fast_proba
+from ._frame import SENT, TOK
+
+__all__ = ["SpanTagger", "tokens_to_spans", "project_sentences", "span_counts", "span_scores"]
+
+
+def tokens_to_spans(offsets: np.ndarray, risks: np.ndarray, threshold: float) -> list[tuple[int, int, float]]:
+    """Merge runs of consecutive tokens with ``risk >= threshold`` into ``(start, end, mean risk)``.
+
+    Examples
+    --------
+    >>> tokens_to_spans(np.array([[0, 3], [4, 6], [7, 9], [10, 12]]), np.array([0.9, 0.7, 0.1, 0.8]), 0.5)
+    [(0, 6, 0.8), (10, 12, 0.8)]
+    """
+    out = []
+    on = np.asarray(risks) >= threshold
+    j, n = 0, len(on)
+    while j < n:
+        if not on[j]:
+            j += 1
+            continue
+        k = j
+        while k + 1 < n and on[k + 1]:
+            k += 1
+        out.append((int(offsets[j, 0]), int(offsets[k, 1]), round(float(np.mean(risks[j:k + 1])), 6)))
+        j = k + 1
+    return out
+
+
+def project_sentences(offsets, risks, threshold: float) -> list[tuple[int, int, float]]:
+    """Seed 004's baseline: every sentence with ``risk >= threshold`` becomes a span."""
+    return [(int(s), int(e), float(r)) for (s, e), r in zip(offsets, risks) if r >= threshold]
+
+
+def span_counts(pred, gold) -> tuple[int, int, int]:
+    """Character ``(tp, fp, fn)`` of one response: unions of predicted and gold ranges compared.
+
+    >>> span_counts([(0, 10)], [(5, 15)])
+    (5, 5, 5)
+    """
+    p = merge_intervals((s, e) for s, e, *_ in pred)
+    g = merge_intervals((s, e) for s, e, *_ in gold)
+    n_p = sum(e - s for s, e in p)
+    n_g = sum(e - s for s, e in g)
+    tp, i, j = 0, 0, 0
+    while i < len(p) and j < len(g):
+        lo, hi = max(p[i][0], g[j][0]), min(p[i][1], g[j][1])
+        tp += max(0, hi - lo)
+        if p[i][1] < g[j][1]:
+            i += 1
+        else:
+            j += 1
+    return tp, n_p - tp, n_g - tp
+
+
+def span_scores(pred_list, gold_list) -> dict:
+    """Micro-averaged character precision, recall and F1 over responses.
+
+    Each response contributes the characters of the union of its predicted
+    spans and of the union of its gold spans (seed 004's character level).
+
+    >>> round(span_scores([[(0, 10)], []], [[(5, 15)], [(0, 4)]])["f1"], 4)
+    0.4167
+    """
+    tp = fp = fn = 0
+    for pred, gold in zip(pred_list, gold_list):
+        a, b, c = span_counts(pred, gold)
+        tp, fp, fn = tp + a, fp + b, fn + c
+    p = tp / (tp + fp) if tp + fp else 0.0
+    r = tp / (tp + fn) if tp + fn else 0.0
+    f = 2 * p * r / (p + r) if p + r else 0.0
+    return {"precision": p, "recall": r, "f1": f, "tp_chars": int(tp), "fp_chars": int(fp), "fn_chars": int(fn),
+            "responses": len(gold_list)}
+
+
+class SpanTagger(BaseEstimator):
+    """Token classifier that predicts hallucinated character spans.
+
+    Parameters
+    ----------
+    estimator : classifier or None
+        Fitted on token rows; default ``HistGradientBoostingClassifier(
+        max_iter=150, learning_rate=0.1, max_leaf_nodes=31,
+        min_samples_leaf=50, random_state=0)``.
+    negative_share : float, default=0.5
+        Share of the tokens of responses *without* any span kept for fitting
+        (they are many and alike; their sample weight is scaled up to
+        compensate).  1.0 keeps them all.
+    random_state : int, default=0
+
+    Attributes
+    ----------
+    estimator_ : classifier
+    n_features_in_ : int
+    """
+
+    def __init__(self, estimator=None, *, response_features: bool = True, negative_share: float = 0.5,
+                 random_state: int = 0):
+        self.estimator = estimator
+        self.response_features = response_features
+        self.negative_share = negative_share
+        self.random_state = random_state
+
+    @staticmethod
+    def _rows(tok, sent, resp=None, srisk=None) -> np.ndarray:
+        S = sent.values[tok.sentence] if len(tok.sentence) else np.zeros((0, sent.values.shape[1]))
+        parts = [tok.values.astype(np.float64), S]
+        if resp is not None:
+            parts.append(np.repeat(resp[None, :], len(S), axis=0))
+        if srisk is not None:
+            srisk = np.asarray(srisk, dtype=np.float64)
+            top = srisk.max() if len(srisk) else 0.0
+            own = srisk[tok.sentence] if len(tok.sentence) else np.zeros(0)
+            parts.append(np.c_[own, np.full(len(own), top), own - top])
+        return np.hstack(parts)
+
+    def _response_matrix(self, frame):
+        if not self.response_columns_:
+            return [None] * len(frame)
+        return frame[self.response_columns_].to_numpy(dtype=np.float64)
+
+    def fit(self, frame, y=None, *, sentence_risks=None):
+        """Fit on the token rows of the frame's responses whose spans are known.
+
+        ``sentence_risks`` (one array per row, out-of-fold) adds each token's
+        sentence risk, the response's highest sentence risk and their gap.
+        """
+        from ._estimators import select_names
+
+        X, Y, W = [], [], []
+        rng = np.random.default_rng(self.random_state)
+        self.response_columns_ = select_names(frame.columns) if self.response_features else []
+        R = self._response_matrix(frame)
+        self.uses_sentence_risks_ = sentence_risks is not None
+        SR = sentence_risks if sentence_risks is not None else [None] * len(frame)
+        for tok, sent, resp, sr in zip(frame[TOK], frame[SENT], R, SR):
+            if tok.labels is None or not len(tok.labels):
+                continue
+            rows = self._rows(tok, sent, resp, sr)
+            w = 1.0
+            if not tok.labels.any() and self.negative_share < 1.0:
+                keep = rng.random(len(rows)) < self.negative_share
+                rows = rows[keep]
+                w = 1.0 / self.negative_share
+                lab = np.zeros(len(rows), dtype=np.int8)
+            else:
+                lab = tok.labels
+            X.append(rows)
+            Y.append(lab)
+            W.append(np.full(len(rows), w))
+        if not X:
+            raise ValueError("no tokens with span labels to fit the span tagger on.")
+        X, Y, W = np.vstack(X), np.concatenate(Y), np.concatenate(W)
+        if len(np.unique(Y)) < 2:
+            raise ValueError("the span tagger needs tokens of both classes (some gold spans).")
+        est = self.estimator if self.estimator is not None else HistGradientBoostingClassifier(
+            max_iter=150, learning_rate=0.1, max_leaf_nodes=31, min_samples_leaf=50, random_state=0)
+        self.estimator_ = clone(est).fit(X, Y, sample_weight=W)
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    def token_proba(self, frame, sentence_risks=None) -> list[np.ndarray]:
+        """Risk of every token, one array per response."""
+        check_is_fitted(self, "estimator_")
+        if self.uses_sentence_risks_ and sentence_risks is None:
+            raise ValueError("this tagger was fitted with sentence risks; pass sentence_risks.")
+        SR = sentence_risks if self.uses_sentence_risks_ else [None] * len(frame)
+        blocks = zip(frame[TOK], frame[SENT], self._response_matrix(frame), SR)
+        rows = [self._rows(tok, sent, resp, sr) for tok, sent, resp, sr in blocks]
+        lengths = [len(r) for r in rows]
+        if not sum(lengths):
+            return [np.zeros(0) for _ in rows]
+        p = fast_proba(self.estimator_, np.vstack(rows))[:, 1]
+        return np.split(p, np.cumsum(lengths)[:-1])
+
+    def predict_spans(self, frame, threshold: float, sentence_risks=None) -> list[list[tuple[int, int, float]]]:
+        """``(start, end, risk)`` spans per response."""
+        probs = self.token_proba(frame, sentence_risks)
+        return [tokens_to_spans(tok.offsets, p, threshold) for tok, p in zip(frame[TOK], probs)]

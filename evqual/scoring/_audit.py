@@ -1,0 +1,278 @@
+"""An append-only JSON Lines audit log of scored answers.
+
+Each scored answer becomes one line: when it was scored, by which model,
+under which threshold and topics, its risk and decision, the predicted
+spans, the reason codes and the flagged sentences with their evidence. The
+scored texts themselves are not stored; ``input_sha256`` (see
+:func:`input_sha256`) identifies them without keeping them.
+
+Guarantee
+---------
+:meth:`AuditLog.write` builds the whole record first, then writes it as one
+line with a single ``write`` call, flushes it and (by default) calls ``os.fsync``
+before returning. The file is opened in append mode. A crash in the
+middle of a batch therefore loses at most the answer being scored: every
+record whose ``write`` returned is on disk and whole. Should a crash ever
+cut a line short, the next :class:`AuditLog` opened on the file ends that
+fragment with a newline so it cannot corrupt the next record, and
+:func:`read_audit_log` reports it with its line number.
+
+Examples
+--------
+>>> import tempfile, os
+>>> from evqual.scoring import AuditLog, ScoreResult, read_audit_log
+>>> path = os.path.join(tempfile.mkdtemp(), "audit.jsonl")
+>>> r = ScoreResult(id="a1", risk=0.2, flagged=False, decision="show", threshold=0.5)
+>>> with AuditLog(path) as log:
+...     _ = log.write(r)
+>>> [rec["decision"] for rec in read_audit_log(path)]
+['show']
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from datetime import datetime, timezone
+
+from ._result import ScoreResult
+
+__all__ = ["AuditLog", "input_sha256", "read_audit_log"]
+
+
+def _now() -> str:
+    """The current UTC time, ISO-8601 with milliseconds and a ``Z``."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def input_sha256(query, context, output) -> str:
+    """SHA-256 of a scored input, without storing the input.
+
+    The hash is taken over the canonical JSON (sorted keys, no spaces,
+    UTF-8) of ``{"query", "context", "output"}``. A context given as a list
+    of passages hashes differently from the same passages joined into one
+    string.
+
+    Parameters
+    ----------
+    query : str
+    context : str or list of str
+    output : str
+
+    Returns
+    -------
+    str
+        64 hexadecimal digits.
+
+    Examples
+    --------
+    >>> h = input_sha256("Who?", ["Ada wrote it."], "Ada.")
+    >>> len(h), h == input_sha256("Who?", ["Ada wrote it."], "Ada.")
+    (64, True)
+    """
+    if not isinstance(context, str):
+        context = list(context)
+    canonical = json.dumps({"query": query, "context": context, "output": output},
+                           sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class AuditLog:
+    """Append scored answers to a JSON Lines audit log.
+
+    The file is opened in append mode (UTF-8) when the log is created and
+    closed by :meth:`close` or on leaving a ``with`` block. Earlier lines
+    are never rewritten.
+
+    Each record is written whole with one ``write`` call, flushed and, when
+    ``fsync`` is true, ``fsync``-ed before :meth:`write` returns, so a crash
+    in the middle of a batch loses at most the answer being scored.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The log file; created if absent (its folder must exist).
+    fsync : bool, default=True
+        ``os.fsync`` after each record, so that records survive a power
+        loss as well as a crash of the process. Costs a disk round trip
+        per record.
+
+    Notes
+    -----
+    A score record has the keys ``time`` (UTC, ISO-8601, ``Z``), ``id``,
+    ``model`` (``name``, ``method``, ``version``, ``sha256``),
+    ``threshold``, ``topics``, ``sensitive``, ``risk``, ``flagged``,
+    ``decision``, ``verify``, ``spans`` (``start``, ``end``, ``text``,
+    ``risk``), ``reason_codes``, ``flagged_sentences`` (``index``,
+    ``start``, ``end``, ``risk``, ``reasons`` as codes,
+    ``evidence_chunk_id``), ``input_sha256`` and ``policy`` (None when not
+    given). An error record (:meth:`write_error`) has ``time``, ``id``,
+    ``line`` and ``error``. Records are strict JSON: a NaN risk is refused
+    before anything is written.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "audit.jsonl")
+    >>> r = ScoreResult(id="q7", risk=0.8, flagged=True, decision="regenerate", threshold=0.5)
+    >>> with AuditLog(path, fsync=False) as log:
+    ...     rec = log.write(r, input_sha256=input_sha256("q", "c", "o"))
+    ...     err = log.write_error(3, "missing field 'output'")
+    >>> rec["decision"], rec["flagged"], err["line"]
+    ('regenerate', True, 3)
+    """
+
+    def __init__(self, path, *, fsync=True):
+        self.path = path
+        self.fsync = fsync
+        self._lock = threading.Lock()
+        self._file = open(path, "a", encoding="utf-8", newline="\n")
+        self._end_torn_line()
+
+    def _end_torn_line(self):
+        """End a line a crash left without its newline, so the next record starts clean."""
+        if os.path.getsize(self.path) == 0:
+            return
+        with open(self.path, "rb") as f:
+            f.seek(-1, os.SEEK_END)
+            last = f.read(1)
+        if last != b"\n":
+            self._file.write("\n")
+            self._sync()
+
+    def _sync(self):
+        self._file.flush()
+        if self.fsync:
+            os.fsync(self._file.fileno())
+
+    @property
+    def closed(self) -> bool:
+        return self._file.closed
+
+    def close(self):
+        """Close the file (records are already on disk)."""
+        self._file.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return f"AuditLog({os.fspath(self.path)!r}, fsync={self.fsync!r})"
+
+    def _append(self, record: dict) -> dict:
+        line = json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n"
+        with self._lock:
+            self._file.write(line)  # one write call per record
+            self._sync()
+        return record
+
+    def write(self, result: ScoreResult, *, policy=None, input_sha256=None) -> dict:
+        """Append the record of one scored answer.
+
+        Parameters
+        ----------
+        result : ScoreResult
+        policy : dict, default=None
+            The policy that decided, e.g. :meth:`evqual.scoring.Policy.to_dict`.
+        input_sha256 : str, default=None
+            The hash of the scored input (see :func:`input_sha256`).
+
+        Returns
+        -------
+        dict
+            The record as written.
+        """
+        if not isinstance(result, ScoreResult):
+            raise TypeError(f"result must be a ScoreResult; got {type(result).__name__}")
+        m = result.model
+        record = {
+            "time": _now(),
+            "id": result.id,
+            "model": {"name": m.name, "method": m.method, "version": m.version, "sha256": m.sha256},
+            "threshold": result.threshold,
+            "topics": list(result.topics),
+            "sensitive": result.sensitive,
+            "risk": result.risk,
+            "flagged": result.flagged,
+            "decision": result.decision,
+            "verify": result.verify,
+            "spans": [{"start": s.start, "end": s.end, "text": s.text, "risk": s.risk} for s in result.spans],
+            "reason_codes": result.reason_codes,
+            "flagged_sentences": [
+                {"index": s.index, "start": s.start, "end": s.end, "risk": s.risk,
+                 "reasons": [r.code for r in s.reasons],
+                 "evidence_chunk_id": s.evidence.chunk_id if s.evidence is not None else None}
+                for s in result.sentences if s.flagged
+            ],
+            "input_sha256": input_sha256,
+            "policy": policy,
+        }
+        return self._append(record)
+
+    def write_error(self, line_no, message, id=None) -> dict:
+        """Append the record of an input that could not be scored.
+
+        Parameters
+        ----------
+        line_no : int
+            1-based line (or row) of the input.
+        message : str
+        id : str, default=None
+            The input's id, when it could be read.
+
+        Returns
+        -------
+        dict
+            The record as written.
+        """
+        return self._append({"time": _now(), "id": id, "line": line_no, "error": str(message)})
+
+
+def read_audit_log(path) -> list:
+    """Read every record of an audit log.
+
+    Parameters
+    ----------
+    path : str or path-like
+
+    Returns
+    -------
+    list of dict
+        The records, in file order.
+
+    Raises
+    ------
+    ValueError
+        If a line is not a JSON object (naming the file and the 1-based
+        line), e.g. a line a crash cut short.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "audit.jsonl")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write('{"id": "a"}\\n{"id": "b", "ris')
+    >>> read_audit_log(path)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: ...audit.jsonl, line 2, column 13: not valid JSON (...); the line may have been cut short by a crash
+    """
+    records = []
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, start=1):
+            try:
+                record = json.loads(raw.decode("utf-8").removesuffix("\n"))
+            except UnicodeDecodeError as e:
+                raise ValueError(f"{os.fspath(path)}, line {n}: not UTF-8 ({e.reason})") from e
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{os.fspath(path)}, line {n}, column {e.pos + 1}: not valid JSON ({e.msg}); "
+                                 "the line may have been cut short by a crash") from e
+            if not isinstance(record, dict):
+                raise ValueError(f"{os.fspath(path)}, line {n}: not a JSON object; got {type(record).__name__}")
+            records.append(record)
+    return records

@@ -1,0 +1,422 @@
+"""The decision policy: what to do with an answer given its risk and topics.
+
+A :class:`Policy` turns a calibrated risk into one of the decisions of
+:data:`evqual.scoring.DECISIONS` (show, warn, regenerate, abstain,
+escalate), with a stricter threshold for sensitive topics. A policy can be
+written in TOML and read with :func:`load_policy`; see
+``policy_example.toml`` next to this module for every key.
+
+Examples
+--------
+>>> from evqual.scoring import Policy
+>>> policy = Policy()
+>>> policy.decide(0.1).decision
+'show'
+>>> policy.decide(0.8).decision
+'regenerate'
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tomllib
+from dataclasses import dataclass
+from numbers import Real
+
+from ._topics import BUILTIN_TOPICS, Topic, TopicTagger
+
+__all__ = ["Decision", "Policy", "load_policy"]
+
+_DEFAULTS = {
+    "general_threshold": 0.5,
+    "sensitive_threshold": 0.3,
+    "regenerate_at": 0.75,
+    "abstain_at": 0.9,
+    "escalate_band": (0.35, 0.65),
+    "escalate_sensitive": True,
+    "topics": None,
+}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the policy decided for one answer.
+
+    Attributes
+    ----------
+    decision : str
+        One of :data:`evqual.scoring.DECISIONS`.
+    flagged : bool
+        ``risk >= threshold``.
+    threshold : float
+        The threshold applied (sensitive or general).
+    verify : bool
+        True when the answer goes on to LLM verification
+        (``decision == "escalate"``).
+    sensitive : bool
+        Whether any topic was sensitive.
+    """
+
+    decision: str
+    flagged: bool
+    threshold: float
+    verify: bool
+    sensitive: bool
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, Real) and not isinstance(value, bool)
+
+
+class Policy:
+    """Decide what to do with an answer from its risk and topics.
+
+    Parameters are stored as given and checked when :meth:`decide` runs (and
+    by :func:`load_policy`).
+
+    Parameters
+    ----------
+    general_threshold : float, default=0.5
+        An answer is flagged when ``risk >= general_threshold``.
+    sensitive_threshold : float, default=0.3
+        The threshold when any topic is sensitive; at most
+        ``general_threshold`` (stricter, not looser).
+    regenerate_at : float, default=0.75
+        A flagged answer at or above this risk is regenerated.
+    abstain_at : float, default=0.9
+        A flagged answer at or above this risk is withheld (the system
+        abstains). At least ``regenerate_at``.
+    escalate_band : tuple of (float, float) or None, default=(0.35, 0.65)
+        The uncertain band ``[low, high)``: an answer whose risk lies in it
+        is escalated to LLM verification, flagged or not. None disables it.
+    escalate_sensitive : bool, default=True
+        Escalate (rather than warn about) a flagged answer on a sensitive
+        topic that is below ``regenerate_at``.
+    topics : TopicTagger, default=None
+        Knows which topics are sensitive (and tags them, see :meth:`tag`).
+        None uses ``TopicTagger()`` with the built-in topics.
+
+    Notes
+    -----
+    With ``τ = threshold_for(topics)`` and ``flagged = risk >= τ``, the first
+    rule that applies gives the decision:
+
+    =====  ===============================================  ==============
+    order  condition                                        decision
+    =====  ===============================================  ==============
+    1      ``escalate_band`` set and ``low <= risk < high``  ``escalate``
+    2      not flagged (``risk < τ``)                       ``show``
+    3      ``risk >= abstain_at``                           ``abstain``
+    4      ``risk >= regenerate_at``                        ``regenerate``
+    5      sensitive topic and ``escalate_sensitive``       ``escalate``
+    6      otherwise                                        ``warn``
+    =====  ===============================================  ==============
+
+    ``verify`` is True exactly when the decision is ``escalate``. Without
+    the band, decisions never get milder as risk grows (show < warn <
+    regenerate < abstain, with escalate taking the place of warn on
+    sensitive topics).
+
+    Examples
+    --------
+    >>> policy = Policy()
+    >>> policy.decide(0.4)  # in the uncertain band
+    Decision(decision='escalate', flagged=False, threshold=0.5, verify=True, sensitive=False)
+    >>> policy.decide(0.7).decision
+    'warn'
+    >>> policy.decide(0.7, topics=("healthcare",)).decision  # sensitive: verify
+    'escalate'
+    >>> Policy(escalate_band=None).decide(0.4, topics=("healthcare",)).decision
+    'escalate'
+    >>> Policy(escalate_band=None, escalate_sensitive=False).decide(0.4, ("healthcare",)).decision
+    'warn'
+    """
+
+    def __init__(self, *, general_threshold=0.5, sensitive_threshold=0.3, regenerate_at=0.75,
+                 abstain_at=0.9, escalate_band=(0.35, 0.65), escalate_sensitive=True, topics=None):
+        self.general_threshold = general_threshold
+        self.sensitive_threshold = sensitive_threshold
+        self.regenerate_at = regenerate_at
+        self.abstain_at = abstain_at
+        self.escalate_band = escalate_band
+        self.escalate_sensitive = escalate_sensitive
+        self.topics = topics
+
+    def _check(self):
+        """Raise ValueError if a parameter is invalid."""
+        for name in ("general_threshold", "sensitive_threshold", "regenerate_at", "abstain_at"):
+            value = getattr(self, name)
+            if not _is_number(value) or not 0 <= value <= 1:
+                raise ValueError(f"{name} must be in [0, 1]; got {value!r}")
+        if self.sensitive_threshold > self.general_threshold:
+            raise ValueError(
+                "sensitive_threshold must be <= general_threshold (sensitive topics get the stricter "
+                f"threshold); got {self.sensitive_threshold!r} > {self.general_threshold!r}")
+        if self.regenerate_at > self.abstain_at:
+            raise ValueError(f"regenerate_at must be <= abstain_at; got {self.regenerate_at!r} > {self.abstain_at!r}")
+        band = self.escalate_band
+        if band is not None:
+            if (isinstance(band, (str, bytes)) or not hasattr(band, "__len__") or len(band) != 2
+                    or not all(_is_number(v) and 0 <= v <= 1 for v in band) or not band[0] < band[1]):
+                raise ValueError(f"escalate_band must be (low, high) with 0 <= low < high <= 1, or None; got {band!r}")
+        if not isinstance(self.escalate_sensitive, bool):
+            raise ValueError(f"escalate_sensitive must be a bool; got {self.escalate_sensitive!r}")
+        if self.topics is not None and not isinstance(self.topics, TopicTagger):
+            raise ValueError(f"topics must be a TopicTagger or None; got {type(self.topics).__name__}")
+
+    @property
+    def tagger(self) -> TopicTagger:
+        """The topic tagger in use (``topics``, or a default ``TopicTagger()``)."""
+        if self.topics is not None:
+            return self.topics
+        if getattr(self, "_default_tagger", None) is None:
+            self._default_tagger = TopicTagger()
+        return self._default_tagger
+
+    def get_params(self) -> dict:
+        """The constructor parameters, as stored."""
+        return {name: getattr(self, name) for name in _DEFAULTS}
+
+    def __repr__(self):
+        changed = {k: v for k, v in self.get_params().items() if v != _DEFAULTS[k]}
+        return "Policy(" + ", ".join(f"{k}={v!r}" for k, v in changed.items()) + ")"
+
+    def tag(self, query, context="") -> tuple:
+        """The topics of a query and its context (see :meth:`TopicTagger.tag`).
+
+        Examples
+        --------
+        >>> Policy().tag("Is ibuprofen safe in the third trimester?")
+        ('healthcare',)
+        """
+        return self.tagger.tag(query, context)
+
+    def threshold_for(self, topics=()) -> float:
+        """The threshold for answers on ``topics``.
+
+        Parameters
+        ----------
+        topics : iterable of str, default=()
+
+        Returns
+        -------
+        float
+            ``sensitive_threshold`` if any topic is sensitive, else
+            ``general_threshold``.
+
+        Examples
+        --------
+        >>> Policy().threshold_for(("migration",)), Policy().threshold_for(())
+        (0.3, 0.5)
+        """
+        return self.sensitive_threshold if self.tagger.is_sensitive(topics) else self.general_threshold
+
+    def decide(self, risk, topics=()) -> Decision:
+        """Decide what to do with an answer.
+
+        Parameters
+        ----------
+        risk : float
+            Calibrated hallucination risk in [0, 1].
+        topics : iterable of str, default=()
+            Topics of the query and context (see :meth:`tag`).
+
+        Returns
+        -------
+        Decision
+
+        Examples
+        --------
+        >>> Policy().decide(0.95).decision
+        'abstain'
+        """
+        self._check()
+        if not _is_number(risk) or math.isnan(risk) or not 0 <= risk <= 1:
+            raise ValueError(f"risk must be in [0, 1]; got {risk!r}")
+        risk = float(risk)
+        sensitive = self.tagger.is_sensitive(topics)
+        tau = self.sensitive_threshold if sensitive else self.general_threshold
+        flagged = risk >= tau
+        band = self.escalate_band
+        if band is not None and band[0] <= risk < band[1]:
+            decision = "escalate"
+        elif not flagged:
+            decision = "show"
+        elif risk >= self.abstain_at:
+            decision = "abstain"
+        elif risk >= self.regenerate_at:
+            decision = "regenerate"
+        elif sensitive and self.escalate_sensitive:
+            decision = "escalate"
+        else:
+            decision = "warn"
+        return Decision(decision=decision, flagged=flagged, threshold=float(tau),
+                        verify=decision == "escalate", sensitive=sensitive)
+
+    def to_dict(self, *, terms=False) -> dict:
+        """A JSON-ready description of the policy, for audit records.
+
+        Parameters
+        ----------
+        terms : bool, default=False
+            Include every topic term; otherwise the SHA-256 of each topic's
+            terms (see :meth:`TopicTagger.to_dict`).
+
+        Returns
+        -------
+        dict
+
+        Examples
+        --------
+        >>> d = Policy().to_dict()
+        >>> d["general_threshold"], d["escalate_band"], sorted(d["topics"]["topics"])
+        (0.5, [0.35, 0.65], ['healthcare', 'labour', 'migration'])
+        """
+        band = self.escalate_band
+        return {
+            "general_threshold": self.general_threshold,
+            "sensitive_threshold": self.sensitive_threshold,
+            "regenerate_at": self.regenerate_at,
+            "abstain_at": self.abstain_at,
+            "escalate_band": None if band is None else [band[0], band[1]],
+            "escalate_sensitive": self.escalate_sensitive,
+            "topics": self.tagger.to_dict(terms=terms),
+        }
+
+
+# ---------------------------------------------------------------------------
+# TOML
+
+_SCHEMA = {
+    "thresholds": {"general": "general_threshold", "sensitive": "sensitive_threshold"},
+    "bands": {"regenerate": "regenerate_at", "abstain": "abstain_at", "escalate": "escalate_band",
+              "escalate_sensitive": "escalate_sensitive"},
+}
+_TOPIC_SETTINGS = ("builtin", "min_query_hits", "min_context_hits")
+_TOPIC_KEYS = ("terms", "sensitive")
+
+
+def _unknown(path, key):
+    return ValueError(f"{path}: unknown key {key!r}")
+
+
+def load_policy(path) -> Policy:
+    """Read a :class:`Policy` from a TOML file.
+
+    Every key is optional; a missing key keeps the :class:`Policy` default.
+
+    .. code-block:: toml
+
+        [thresholds]
+        general = 0.5            # Policy.general_threshold
+        sensitive = 0.3          # Policy.sensitive_threshold
+
+        [bands]
+        regenerate = 0.75        # Policy.regenerate_at
+        abstain = 0.9            # Policy.abstain_at
+        escalate = [0.35, 0.65]  # Policy.escalate_band; false disables it
+        escalate_sensitive = true
+
+        [topics]
+        builtin = true           # false drops the built-in topics
+        min_query_hits = 1
+        min_context_hits = 2
+
+        [topics.housing]         # adds a topic; a built-in name replaces it
+        terms = ["eviction", "tenan*", "rent increase"]
+        sensitive = true         # default true
+
+    Parameters
+    ----------
+    path : str or path-like
+
+    Returns
+    -------
+    Policy
+
+    Raises
+    ------
+    ValueError
+        On a TOML syntax error (naming the file, line and column), an unknown
+        key (naming the file and the dotted key) or an invalid value.
+    OSError
+        If the file cannot be read.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> import evqual.scoring
+    >>> example = Path(evqual.scoring.__file__).with_name("policy_example.toml")
+    >>> load_policy(example).sensitive_threshold
+    0.3
+    """
+    path = os.fspath(path)
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        doc = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 text ({e})") from e
+    except tomllib.TOMLDecodeError as e:
+        # tomllib's message ends with "(at line L, column C)".
+        raise ValueError(f"{path}: invalid TOML: {e}") from e
+
+    params = {}
+    for section, value in doc.items():
+        if section == "topics":
+            continue
+        if section not in _SCHEMA:
+            raise _unknown(path, section)
+        if not isinstance(value, dict):
+            raise ValueError(f"{path}: {section!r} must be a table ([{section}]); got {value!r}")
+        for key, item in value.items():
+            if key not in _SCHEMA[section]:
+                raise _unknown(path, f"{section}.{key}")
+            params[_SCHEMA[section][key]] = item
+
+    band = params.get("escalate_band", _DEFAULTS["escalate_band"])
+    if band is False:
+        params["escalate_band"] = None
+    elif isinstance(band, list):
+        params["escalate_band"] = tuple(band)
+    elif band is not None and not isinstance(band, tuple):
+        raise ValueError(f"{path}: 'bands.escalate' must be [low, high] or false; got {band!r}")
+
+    params["topics"] = _load_topics(path, doc.get("topics"))
+    policy = Policy(**params)
+    try:
+        policy._check()
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from e
+    return policy
+
+
+def _load_topics(path, table):
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise ValueError(f"{path}: 'topics' must be a table ([topics]); got {table!r}")
+    builtin = table.get("builtin", True)
+    if not isinstance(builtin, bool):
+        raise ValueError(f"{path}: 'topics.builtin' must be true or false; got {builtin!r}")
+    topics = dict(BUILTIN_TOPICS) if builtin else {}
+    for name, spec in table.items():
+        if name in _TOPIC_SETTINGS:
+            continue
+        if not isinstance(spec, dict):
+            raise _unknown(path, f"topics.{name}")
+        for key in spec:
+            if key not in _TOPIC_KEYS:
+                raise _unknown(path, f"topics.{name}.{key}")
+        if "terms" not in spec:
+            raise ValueError(f"{path}: 'topics.{name}' needs 'terms', a list of words or phrases")
+        try:
+            topics[name] = Topic(name, spec["terms"], sensitive=spec.get("sensitive", True))
+        except ValueError as e:
+            raise ValueError(f"{path}: 'topics.{name}': {e}") from e
+    kwargs = {k: table[k] for k in ("min_query_hits", "min_context_hits") if k in table}
+    try:
+        return TopicTagger(topics, **kwargs)
+    except ValueError as e:
+        raise ValueError(f"{path}: 'topics': {e}") from e

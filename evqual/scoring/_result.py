@@ -1,0 +1,190 @@
+"""The result of scoring one answer, and its lossless JSON form.
+
+A :class:`ScoreResult` is what :meth:`evqual.models.Detector.score` returns:
+the calibrated response ``risk``, the decision the policy took, one
+:class:`SentenceResult` per output sentence (offsets, risk, the nearest
+evidence chunk as a :class:`Citation`, :class:`Reason` codes and a readable
+explanation), predicted character :class:`SpanResult` spans, topic labels and
+the :class:`ModelInfo` of the model that scored it.
+
+Every class is a frozen dataclass with ``to_dict`` / ``from_dict``;
+:meth:`ScoreResult.to_json` and :meth:`ScoreResult.from_json` round-trip
+exactly (``ScoreResult.from_json(r.to_json()) == r``).
+
+Examples
+--------
+>>> from evqual.scoring import ScoreResult
+>>> r = ScoreResult(id="a1", risk=0.25, flagged=False, decision="show", threshold=0.5, output="Hi.")
+>>> ScoreResult.from_json(r.to_json()) == r
+True
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+
+__all__ = ["Citation", "Reason", "SentenceResult", "SpanResult", "ModelInfo", "ScoreResult", "DECISIONS"]
+
+DECISIONS = ("show", "warn", "regenerate", "abstain", "escalate")
+
+
+@dataclass(frozen=True)
+class Citation:
+    """An evidence chunk cited for a sentence: its id, position and text.
+
+    ``start``/``end`` are character offsets in the context as evqual joined
+    it (a list context is joined with blank lines, see
+    :func:`evqual.data.chunk_context`); ``support`` is the share of the
+    sentence's content words found in the chunk.
+    """
+
+    chunk_id: str
+    chunk_index: int
+    start: int
+    end: int
+    text: str
+    support: float = 0.0
+
+
+@dataclass(frozen=True)
+class Reason:
+    """One support gap: a stable code (see :data:`evqual.explain.REASONS`), its sentence and details."""
+
+    code: str
+    text: str
+    details: dict = field(default_factory=dict)
+
+    def __hash__(self):  # details is a dict; hash on the readable parts
+        return hash((self.code, self.text))
+
+
+@dataclass(frozen=True)
+class SentenceResult:
+    """One output sentence: offsets in the output, risk, evidence and reasons."""
+
+    index: int
+    start: int
+    end: int
+    text: str
+    risk: float
+    flagged: bool
+    evidence: Citation | None = None
+    reasons: tuple = ()
+    explanation: str = ""
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "SentenceResult":
+        d = dict(d)
+        d["evidence"] = Citation(**d["evidence"]) if d.get("evidence") is not None else None
+        d["reasons"] = tuple(Reason(**r) for r in d.get("reasons", ()))
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class SpanResult:
+    """A predicted hallucinated character span of the output."""
+
+    start: int
+    end: int
+    text: str
+    risk: float
+    sentence: int = -1
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "SpanResult":
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """Which model scored the answer."""
+
+    name: str = ""
+    method: str = ""
+    version: str = ""
+    sha256: str = ""
+    entity_backend: str = ""
+
+
+@dataclass(frozen=True)
+class ScoreResult:
+    """The result of scoring one answer.
+
+    Attributes
+    ----------
+    id : str
+    risk : float
+        Calibrated probability that the answer holds a hallucination.
+    flagged : bool
+        ``risk >= threshold``.
+    decision : str
+        One of :data:`DECISIONS` (see :class:`evqual.scoring.Policy`).
+    threshold : float
+        The threshold applied (topic-aware).
+    verify : bool
+        True when the decision sends the answer on to LLM verification
+        (``decision == "escalate"``).
+    topics : tuple of str
+        Topic labels of the query and context.
+    sensitive : bool
+        Whether any topic is sensitive (the stricter threshold applied).
+    sentences : tuple of SentenceResult
+    spans : tuple of SpanResult
+        Predicted hallucinated character spans of ``output``.
+    output, query : str
+        The scored answer and its query (so a report can be rendered from
+        results alone).
+    task_type : str or None
+    model : ModelInfo
+    """
+
+    id: str
+    risk: float
+    flagged: bool
+    decision: str
+    threshold: float
+    output: str = ""
+    query: str = ""
+    task_type: str | None = None
+    verify: bool = False
+    topics: tuple = ()
+    sensitive: bool = False
+    sentences: tuple = ()
+    spans: tuple = ()
+    model: ModelInfo = field(default_factory=ModelInfo)
+
+    @property
+    def reason_codes(self) -> list[str]:
+        """Distinct reason codes of the flagged sentences, in order of appearance."""
+        return list(dict.fromkeys(r.code for s in self.sentences if s.flagged for r in s.reasons))
+
+    @property
+    def citations(self) -> list[Citation]:
+        """The evidence cited by flagged sentences (forced citation)."""
+        return [s.evidence for s in self.sentences if s.flagged and s.evidence is not None]
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict (tuples become lists)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ScoreResult":
+        d = dict(d)
+        known = {f.name for f in fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise ValueError(f"unknown ScoreResult fields: {sorted(unknown)}")
+        d["topics"] = tuple(d.get("topics", ()))
+        d["sentences"] = tuple(SentenceResult.from_dict(s) for s in d.get("sentences", ()))
+        d["spans"] = tuple(SpanResult.from_dict(s) for s in d.get("spans", ()))
+        d["model"] = ModelInfo(**d.get("model", {}))
+        return cls(**d)
+
+    def to_json(self, **kw) -> str:
+        """One line of JSON (``ensure_ascii=False``; floats keep their full precision)."""
+        return json.dumps(self.to_dict(), ensure_ascii=False, **kw)
+
+    @classmethod
+    def from_json(cls, text: str) -> "ScoreResult":
+        return cls.from_dict(json.loads(text))

@@ -1,0 +1,129 @@
+"""Scoring answers with a fitted :class:`~evqual.models.Detector`: risk, decision, sentences, spans, reasons.
+
+This is the production path behind :meth:`Detector.score` and
+:meth:`Detector.score_batch` and the ``evqual score`` command.
+
+Which sentences are *flagged*: every sentence whose sentence risk reaches
+the detector's validation-tuned sentence threshold, and every sentence holding
+a predicted span; when the answer itself is flagged but no sentence is, its
+riskiest sentence is (so a flagged answer always points at a sentence and
+cites its evidence: forced citation).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..explain._reasons import citation_for, explanation_text, sentence_reasons
+from ._policy import Policy
+from ._result import ModelInfo, ScoreResult, SentenceResult, SpanResult
+
+__all__ = ["score_examples", "as_scoring_example", "model_info"]
+
+_METADATA_KEYS = ("model", "temperature", "quality", "source_id", "split")
+
+
+def as_scoring_example(item, *, default_id: str = "0"):
+    """An :class:`~evqual.data.Example` from an Example or a mapping of score() arguments.
+
+    The mapping holds ``output`` and ``context`` (required), ``query``,
+    ``task_type``, ``id`` and ``metadata`` (``model``, ``temperature``,
+    ``quality``, ``source_id``, ``split``).
+    """
+    from ..data import Example, make_example
+
+    if isinstance(item, Example):
+        return item
+    if not isinstance(item, dict):
+        raise TypeError(f"expected an Example or a dict of score() arguments; got {type(item).__name__}")
+    unknown = set(item) - {"query", "context", "output", "task_type", "metadata", "id"}
+    if unknown:
+        raise ValueError(f"unknown fields {sorted(unknown)}; expected query, context, output, task_type, "
+                         "metadata, id")
+    for key in ("output", "context"):
+        if key not in item:
+            raise ValueError(f"missing required field {key!r}")
+    output, context, query = item["output"], item["context"], item.get("query")
+    if not isinstance(output, str):
+        raise TypeError(f"output must be a string; got {type(output).__name__}")
+    if not isinstance(context, (str, list, tuple, dict)):
+        raise TypeError(f"context must be a string, a list of strings or a record; got {type(context).__name__}")
+    if isinstance(context, (list, tuple)):
+        bad = [i for i, c in enumerate(context) if not isinstance(c, str)]
+        if bad:
+            raise TypeError(f"context[{bad[0]}] must be a string; got {type(context[bad[0]]).__name__}")
+        context = list(context)
+    if query is not None and not isinstance(query, str):
+        raise TypeError(f"query must be a string or None; got {type(query).__name__}")
+    meta = item.get("metadata") or {}
+    if not isinstance(meta, dict):
+        raise TypeError(f"metadata must be a dict; got {type(meta).__name__}")
+    bad_meta = set(meta) - set(_METADATA_KEYS)
+    if bad_meta:
+        raise ValueError(f"unknown metadata keys {sorted(bad_meta)}; expected some of {list(_METADATA_KEYS)}")
+    rid = item.get("id")
+    return make_example(query=query, context=context, output=output, task_type=item.get("task_type"),
+                        id=str(rid) if rid is not None else default_id, **meta)
+
+
+def model_info(detector) -> ModelInfo:
+    """The :class:`ModelInfo` of a detector (from its ``meta.json`` when it was loaded from disk)."""
+    meta = getattr(detector, "meta_", None) or {}
+    from .._version import __version__
+
+    return ModelInfo(name=meta.get("name", ""), method=str(detector.spec.name),
+                     version=meta.get("evqual_version", __version__), sha256=meta.get("model_sha256", ""),
+                     entity_backend=detector.entity_backend)
+
+
+def score_examples(detector, examples, *, policy: Policy | None = None) -> list[ScoreResult]:
+    """Score examples with ``detector`` under ``policy`` (default :class:`Policy`); results in input order."""
+    policy = policy if policy is not None else Policy()
+    examples = list(examples)
+    if not examples:
+        return []
+    builder = detector.builder_
+    tagger = getattr(detector, "span_tagger_", None)
+    frame, exs, analyses = builder.transform_with_analyses(examples, with_targets=False,
+                                                           with_tokens=tagger is not None)
+    risks, sent_risks = detector.predict_proba_and_sentences_frame(frame)
+    spans = detector.predict_spans_frame(frame, sent_risks) if tagger is not None else None
+    sthr = detector.sentence_threshold_ if detector.sentence_threshold_ is not None else detector.threshold_
+    info = model_info(detector)
+    out = []
+    for k, (ex, an) in enumerate(zip(exs, analyses)):
+        risk = float(risks[k])
+        topics = policy.tag(ex.query, ex.context)
+        decision = policy.decide(risk, topics)
+        srisk = sent_risks[k] if sent_risks is not None else np.zeros(len(an.offsets))
+        pred_spans = spans[k] if spans is not None else []
+        offsets = an.offsets
+        holds_span = np.zeros(len(offsets), dtype=bool)
+        span_results = []
+        for s, e, r in pred_spans:
+            j = _sentence_of(offsets, s)
+            holds_span[j] = True if j >= 0 else False
+            span_results.append(SpanResult(s, e, ex.output[s:e], float(r), j))
+        flagged = (srisk >= sthr) | holds_span if len(offsets) else np.zeros(0, dtype=bool)
+        if decision.flagged and len(offsets) and not flagged.any():
+            flagged[int(np.argmax(srisk))] = True
+        sentences = []
+        for i, (s, e) in enumerate(offsets):
+            r = float(srisk[i])
+            reasons = sentence_reasons(ex, an, i, risk=r if flagged[i] else None)
+            cite = citation_for(ex, an, i)
+            sentences.append(SentenceResult(i, s, e, ex.output[s:e], r, bool(flagged[i]), cite, tuple(reasons),
+                                            explanation_text(bool(flagged[i]), r, sthr, reasons, cite)))
+        out.append(ScoreResult(id=ex.id, risk=risk, flagged=decision.flagged, decision=decision.decision,
+                               threshold=decision.threshold, output=ex.output, query=ex.query,
+                               task_type=ex.task_type, verify=decision.verify, topics=tuple(topics),
+                               sensitive=decision.sensitive, sentences=tuple(sentences),
+                               spans=tuple(span_results), model=info))
+    return out
+
+
+def _sentence_of(offsets, pos: int) -> int:
+    for i, (s, e) in enumerate(offsets):
+        if s <= pos < e:
+            return i
+    return -1

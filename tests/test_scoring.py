@@ -1,0 +1,242 @@
+"""The production scoring path: Detector.score / score_batch, reasons, policy, JSON, CLI, audit log."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import warnings
+
+import pytest
+
+from evqual.cli import main
+from evqual.data import make_example
+from evqual.explain import REASONS, sentence_reasons
+from evqual.features._analysis import analyze
+from evqual.models import Detector
+from evqual.scoring import Policy, ScoreResult, read_audit_log
+from evqual.text._entities import RegexEntityExtractor
+
+
+@pytest.fixture(scope="module")
+def det():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return Detector.load()
+
+
+BRIDGE = dict(query="When did the bridge open?", context=["The bridge opened in 1932 after six years of work.",
+                                                          "It is painted orange."],
+              output="The bridge opened in 1935. It was designed by Joseph Strauss.")
+
+
+def test_score_result_fields(det):
+    r = det.score(**BRIDGE, id="b1")
+    assert isinstance(r, ScoreResult) and r.id == "b1"
+    assert 0.0 <= r.risk <= 1.0
+    assert r.flagged == (r.risk >= r.threshold)
+    assert r.model.method == det.spec.name and len(r.model.sha256) == 64 and r.model.name == "default"
+    assert [s.text for s in r.sentences] == ["The bridge opened in 1935.", "It was designed by Joseph Strauss."]
+    for s in r.sentences:
+        assert r.output[s.start:s.end] == s.text
+        assert 0.0 <= s.risk <= 1.0
+        assert s.evidence is not None
+        joined = "\n\n".join(BRIDGE["context"])
+        assert joined[s.evidence.start:s.evidence.end] == s.evidence.text
+    assert r.sentences[0].reasons[0].code == "NUMBER_CONFLICT"
+    assert "'1935'" in r.sentences[0].reasons[0].text and "'1932'" in r.sentences[0].reasons[0].text
+    for sp in r.spans:
+        assert r.output[sp.start:sp.end] == sp.text and 0 <= sp.risk <= 1
+
+
+def test_every_flagged_sentence_cites_evidence(det):
+    results = det.score_batch([BRIDGE, {**BRIDGE, "output": "Joseph Strauss built it in 1877 with 69 million."}])
+    for r in results:
+        if r.flagged:
+            assert any(s.flagged for s in r.sentences)
+        for s in r.sentences:
+            if s.flagged:
+                assert s.evidence is not None and s.evidence in r.citations
+
+
+def test_json_round_trip(det):
+    r = det.score(**BRIDGE)
+    text = r.to_json()
+    assert ScoreResult.from_json(text) == r
+    assert json.loads(text)["sentences"][0]["reasons"][0]["code"] == "NUMBER_CONFLICT"
+    with pytest.raises(ValueError, match="unknown ScoreResult fields"):
+        ScoreResult.from_dict({**r.to_dict(), "bogus": 1})
+
+
+def test_score_batch_keeps_order_and_matches_score(det):
+    items = [{**BRIDGE, "id": f"x{i}", "output": out} for i, out in enumerate(
+        ["The bridge opened in 1932.", "It is painted green.", "", "The bridge opened in 1935 and cost $9."])]
+    batch = det.score_batch(items, batch_size=3)
+    assert [r.id for r in batch] == ["x0", "x1", "x2", "x3"]
+    single = [det.score(**it) for it in items]
+    assert [round(r.risk, 12) for r in batch] == [round(r.risk, 12) for r in single]
+
+
+def test_score_rejects_bad_input(det):
+    with pytest.raises(TypeError, match="output must be a string"):
+        det.score(context="c", output=3)
+    with pytest.raises(TypeError, match=r"context\[1\] must be a string"):
+        det.score(context=["a", 2], output="x")
+    with pytest.raises(ValueError, match="unknown metadata keys"):
+        det.score(context="c", output="x", metadata={"gender": "f"})
+
+
+def test_topic_threshold_applies(det):
+    r = det.score(query="Can pregnant women take ibuprofen for back pain?",
+                  context=["Ibuprofen is contraindicated in the third trimester of pregnancy."],
+                  output="Yes, ibuprofen is safe throughout pregnancy.")
+    assert "healthcare" in r.topics and r.sensitive and r.threshold == 0.3
+    plain = det.score(**BRIDGE)
+    assert plain.topics == () and plain.threshold == 0.5
+    strict = det.score(**BRIDGE, policy=Policy(general_threshold=0.0, sensitive_threshold=0.0, escalate_band=None))
+    assert strict.flagged and strict.decision in ("warn", "regenerate", "abstain")
+
+
+# ---------------------------------------------------------------- every reason code, by hand
+def _reasons(query, context, output, task_type=None, risk=None):
+    ex = make_example(query=query, context=context, output=output, task_type=task_type)
+    an = analyze(ex, RegexEntityExtractor().extract(ex.output))
+    return {r.code for i in range(len(an.offsets)) for r in sentence_reasons(ex, an, i, risk=risk)}
+
+
+REASON_CASES = {
+    "NUMBER_CONFLICT": ("When?", ["The bridge opened in 1932."], "The bridge opened in 1935."),
+    "NUMBER_UNSUPPORTED": ("How long?", ["The bridge is long."], "The bridge is 300 long."),
+    "ENTITY_UNSUPPORTED": ("Who?", ["The bridge was designed by an engineer."],
+                           "The bridge was designed by Joseph Strauss."),
+    "NOVEL_PHRASE": ("What?", ["The bridge opened in 1932."], "The bridge was painted bright orange."),
+    "NOVEL_WORDS": ("What?", ["The bridge opened in 1932 to traffic."], "The bridge opened in 1932 to heavy traffic."),
+    "LOW_SUPPORT": ("What?", ["The bridge opened in 1932."], "Tourists enjoy ferry rides around islands."),
+    "NEGATION_MISMATCH": ("Open?", ["The museum is open on Mondays and offers free entry to visitors."],
+                          "The museum is not open on Mondays and offers free entry to visitors."),
+    "ANTONYM": ("Sales?", ["Sales increased in 2020 across the region."],
+                "Sales decreased in 2020 across the region."),
+    "FIELD_CONFLICT": (None, {"name": "Cafe", "attributes": {"OutdoorSeating": False}}, "Cafe has outdoor seating."),
+    "FIELD_NULL": (None, {"name": "Cafe", "attributes": {"RestaurantsReservations": None}},
+                   "Cafe takes reservations."),
+    "FIELD_ABSENT": (None, {"name": "Cafe", "attributes": {"OutdoorSeating": True}}, "Cafe accepts credit cards."),
+    "REFUSAL_WITH_CONTEXT": ("When was the bridge opened?", ["The bridge opened in 1932."],
+                             "I am unable to answer when the bridge opened."),
+    "NO_EVIDENCE": ("When?", [], "The bridge opened in 1932."),
+    "MODEL_RISK": ("When?", ["The bridge opened in 1932."], "The bridge opened in 1932."),
+}
+
+
+@pytest.mark.parametrize("code", sorted(REASONS))
+def test_every_reason_code_is_reachable(code):
+    query, context, output = REASON_CASES[code]
+    task = "Data2txt" if isinstance(context, dict) else None
+    got = _reasons(query, context, output, task, risk=0.9)
+    assert code in got, got
+
+
+def test_reason_cases_cover_the_table():
+    assert set(REASON_CASES) == set(REASONS)
+
+
+def test_supported_sentence_has_no_gap():
+    assert _reasons("When?", ["The bridge opened in 1932."], "The bridge opened in 1932.") == set()
+
+
+# ---------------------------------------------------------------- CLI
+def _write(path, rows):
+    with open(path, "w", encoding="utf-8") as fh:
+        for r in rows:
+            fh.write((r if isinstance(r, str) else json.dumps(r)) + "\n")
+
+
+def test_cli_score_one_line_per_input(tmp_path, capsys):
+    src, out, audit = tmp_path / "in.jsonl", tmp_path / "out.jsonl", tmp_path / "audit.jsonl"
+    huge = " ".join(f"Sentence {i} says the bridge opened in {1900 + i % 90}." for i in range(4000))
+    _write(src, [
+        {**BRIDGE, "id": "ok"},
+        "{not json",
+        "",
+        {"id": "empty-output", "query": "q", "context": ["Some context."], "output": ""},
+        {"id": "empty-context", "query": "q", "context": [], "output": "An answer."},
+        {"id": "empty-context-str", "query": "q", "context": "", "output": "An answer."},
+        {"id": "huge", "query": "When?", "context": huge, "output": "The bridge opened in 1901."},
+        {"id": "bad-type", "query": "q", "context": "c", "output": 7},
+        "[1, 2]",
+    ])
+    status = main(["score", str(src), "--out", str(out), "--audit-log", str(audit), "--no-progress"])
+    assert status == 1
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 9
+    recs = [json.loads(x) for x in lines]
+    assert [r["line"] for r in recs] == list(range(1, 10))
+    assert [("error" in r) for r in recs] == [False, True, True, False, False, False, False, True, True]
+    assert "E103" in recs[7]["error"] and "output" in recs[7]["error"]
+    assert recs[6]["id"] == "huge" and 0 <= recs[6]["risk"] <= 1
+    log = read_audit_log(audit)
+    assert len(log) == 9 and sum("error" in r for r in log) == 4
+    assert "scored" in capsys.readouterr().err
+
+
+def test_cli_score_exit_codes(tmp_path):
+    src = tmp_path / "in.jsonl"
+    _write(src, [{**BRIDGE, "id": "a"}])
+    assert main(["score", str(src), "--out", str(tmp_path / "o.jsonl"), "--no-progress"]) == 0
+    assert main(["score", str(tmp_path / "missing.jsonl")]) == 2
+    bad = tmp_path / "p.toml"
+    bad.write_text("[thresholds]\ngeneral = 2\n")
+    assert main(["score", str(src), "--policy", str(bad)]) == 2
+    assert main(["score", str(src), "--model", str(tmp_path)]) == 2
+
+
+def test_cli_score_ragtruth_file(tmp_path):
+    from evqual.data import sample_path
+
+    out = tmp_path / "o.jsonl"
+    assert main(["score", str(sample_path()), "--out", str(out), "--no-progress"]) == 0
+    n_in = sum(1 for line in open(sample_path() / "response.jsonl") if line.strip())
+    assert len(out.read_text().splitlines()) == n_in
+
+
+def test_cli_explain_html_and_markdown(tmp_path):
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write(src, [{**BRIDGE, "id": "a"}, {**BRIDGE, "id": "b", "output": "It is painted orange."}])
+    assert main(["score", str(src), "--out", str(out), "--no-progress"]) == 0
+    html, md = tmp_path / "r.html", tmp_path / "r.md"
+    assert main(["explain", str(out), "--html", str(html), "--markdown", str(md)]) == 0
+    page = html.read_text()
+    assert page.count('<article class="card"') == 2 and "Joseph Strauss" in page
+    assert "## a" in md.read_text()
+    # raw answers are scored first
+    html2 = tmp_path / "r2.html"
+    assert main(["explain", str(src), "--html", str(html2)]) == 0
+    assert html2.read_text().count('<article class="card"') == 2
+    assert main(["explain", str(src)]) == 2
+
+
+def test_audit_log_survives_a_killed_scoring_run(tmp_path):
+    src, out, audit = tmp_path / "in.jsonl", tmp_path / "out.jsonl", tmp_path / "audit.jsonl"
+    _write(src, [{**BRIDGE, "id": f"r{i}", "output": f"The bridge opened in {1900 + i}."} for i in range(3000)])
+    proc = subprocess.Popen([sys.executable, "-m", "evqual", "score", str(src), "--out", str(out),
+                             "--audit-log", str(audit), "--batch-size", "1", "--no-progress"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        if audit.exists() and audit.read_text().count("\n") >= 20:
+            break
+        if proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run ended before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    text = audit.read_text(encoding="utf-8")
+    records = [json.loads(line) for line in text.splitlines()]  # every complete line parses
+    assert text.endswith("\n")
+    n_out = len(out.read_text(encoding="utf-8").splitlines()) if out.exists() else 0
+    assert 20 <= len(records) < 3000
+    assert n_out <= len(records) <= n_out + 1  # at most the answer in flight is missing from the output
+    assert [r["id"] for r in records] == [f"r{i}" for i in range(len(records))]
