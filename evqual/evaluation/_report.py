@@ -217,6 +217,22 @@ def write_report(result, out_dir, *, frame=None, importance: bool = True, data_n
         t = metrics_table(m["sentence_per_task"], first="task")
         t.to_csv(sub / "sentence_task.csv", index=False)
         parts += ["### By task\n", markdown_table(t) + "\n"]
+    if m.get("span"):
+        sp = m["span"]
+        rows = [{"spans from": kind, "task": task, "precision": v["precision"], "recall": v["recall"], "f1": v["f1"]}
+                for task, per in [("all", {"projection": sp["projection"], "tagger": sp["tagger"]})]
+                + list(sp["per_task"].items())
+                for kind, v in per.items() if v]
+        t = pd.DataFrame(rows)
+        t.to_csv(sub / "span.csv", index=False)
+        parts += ["## Character spans (union of positions per response, micro-averaged)\n",
+                  markdown_table(t) + "\n"]
+    if m.get("attribution"):
+        a = m["attribution"]
+        parts += ["## Attribution coverage (seed 004 Table 10)\n",
+                  f"{a['with_evidence']} of {a['flagged_sentences']} flagged sentences cite a non-empty evidence "
+                  f"chunk (coverage {a['coverage']:.3f}); mean ECS of flagged sentences "
+                  f"{a['mean_ecs_flagged']:.3f}.\n"]
     parts += ["## Latency\n", f"featurize {m['latency']['featurize_ms_per_item']:.3f} ms/response, "
               f"predict {m['latency']['predict_ms_per_item']:.3f} ms/response (batch, one process)\n"]
     files = _curves(result.predictions, out, f"{m['method']} ({m['protocol']})")

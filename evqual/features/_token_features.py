@@ -124,34 +124,32 @@ def token_block(output: str, analysis, spans=None) -> TokenBlock:
         k = nearest[i] if i < len(nearest) else -1
         near = index.chunk_negation(k)[1] if k >= 0 else set()
         V = np.zeros((n, len(TOKEN_FEATURE_NAMES)), dtype=np.float32)
-        low = [t.lower() for _, _, t in toks]
+        raws = [t for _, _, t in toks]
+        low = [t.lower() for t in raws]
         content = [t not in stop for t in low]
-        novel = [c and t not in vocab and t not in qv for t, c in zip(low, content)]
-        prev_content = None
+        tids = [vocab.get(t) if c else None for t, c in zip(low, content)]
+        novel = [c and tid is None and t not in qv for t, c, tid in zip(low, content, tids)]
+        V[:, 0] = content
+        V[:, 1] = [(tid is not None) if c else True for c, tid in zip(content, tids)]
+        V[:, 2] = [t in qv for t in low]
+        V[:, 3] = novel
+        idf, idf_novel = index.idf_tfidf, index.idf_tfidf_novel
+        V[:, 4] = [((idf[tid] if tid is not None else idf_novel) / idf_scale) if c else 0.0
+                   for c, tid in zip(content, tids)]
+        in_near = [(t in near) if c else True for t, c in zip(low, content)]
+        V[:, 5] = in_near
+        V[:, 6] = [c and tid is not None and not nr for c, tid, nr in zip(content, tids, in_near)]
         content_pos = [j for j, c in enumerate(content) if c]
-        for j, (t, c) in enumerate(zip(low, content)):
-            V[j, 0] = c
-            V[j, 1] = (t in vocab) if c else 1.0
-            V[j, 2] = t in qv
-            V[j, 3] = novel[j]
-            if c:
-                tid = vocab.get(t)
-                V[j, 4] = (index.idf_tfidf[tid] if tid is not None else index.idf_tfidf_novel) / idf_scale
-                V[j, 5] = t in near
-                V[j, 6] = (tid is not None) and t not in near
-                if prev_content is not None:
-                    V[j, 7] = (low[prev_content], t) not in bigrams
-                prev_content = j
-                opp = ANTONYMS.get(t)
-                if opp and t not in near and any(o in near for o in opp):
-                    V[j, 18] = 1.0
-            else:
-                V[j, 5] = 1.0
-            raw = toks[j][2]
-            V[j, 16] = j > 0 and raw[:1].isupper()
-            V[j, 17] = any(ch.isdigit() for ch in raw)
-            V[j, 19] = j / max(n - 1, 1)
-            V[j, 21] = min(len(raw), 20)
+        for a, b in zip(content_pos, content_pos[1:]):
+            V[b, 7] = (low[a], low[b]) not in bigrams
+        for j in content_pos:
+            opp = ANTONYMS.get(low[j])
+            if opp and not in_near[j] and any(o in near for o in opp):
+                V[j, 18] = 1.0
+        V[1:, 16] = [r[:1].isupper() for r in raws[1:]]
+        V[:, 17] = [not r.isalpha() for r in raws]
+        V[:, 19] = np.arange(n) / max(n - 1, 1)
+        V[:, 21] = np.minimum([len(r) for r in raws], 20)
         # next-bigram novelty: the previous-bigram flag of the next content token
         for a, b in zip(content_pos, content_pos[1:]):
             V[a, 8] = V[b, 7]

@@ -58,18 +58,30 @@ class _Compiled:
         self.depth = depth
 
     def raw(self, X: np.ndarray) -> np.ndarray:
-        n = len(X)
-        node = np.broadcast_to(self.roots, (n, len(self.roots))).copy()
-        rows = np.arange(n)[:, None]
-        for _ in range(self.depth):
-            active = ~self.leaf[node]
-            if not active.any():
-                break
-            x = X[rows, self.feature[node]]
-            go_left = np.where(np.isnan(x), self.missing_left[node], x <= self.threshold[node])
-            nxt = np.where(go_left, self.left[node], self.right[node])
-            node = np.where(active, nxt, node)
-        return self.value[node].sum(axis=1) + self.baseline
+        """Raw scores: every (row, tree) pair walks down at once; pairs leave the arrays at their leaf."""
+        n, T = len(X), len(self.roots)
+        Xf = np.ascontiguousarray(X, dtype=np.float64)
+        n_features = Xf.shape[1] if Xf.ndim == 2 else 0
+        Xf = Xf.ravel()
+        has_nan = bool(np.isnan(Xf).any())
+        node = np.tile(self.roots, n)
+        base = np.repeat(np.arange(n, dtype=np.int64) * n_features, T)
+        pos = np.arange(n * T)
+        final = np.empty(n * T, dtype=np.int64)
+        while len(node):
+            at_leaf = self.leaf[node]
+            if at_leaf.any():
+                final[pos[at_leaf]] = node[at_leaf]
+                walking = ~at_leaf
+                node, base, pos = node[walking], base[walking], pos[walking]
+                if not len(node):
+                    break
+            x = Xf[base + self.feature[node]]
+            go_left = x <= self.threshold[node]
+            if has_nan:
+                go_left = np.where(np.isnan(x), self.missing_left[node], go_left)
+            node = np.where(go_left, self.left[node], self.right[node])
+        return self.value[final].reshape(n, T).sum(axis=1) + self.baseline
 
 
 def _compiled(est):
@@ -93,6 +105,48 @@ def hgb_proba(est: HistGradientBoostingClassifier, X) -> np.ndarray:
     return np.column_stack([1.0 - p, p])
 
 
+def _lean_tfidf_ok(vec) -> bool:
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    return (isinstance(vec, TfidfVectorizer) and vec.norm == "l2" and vec.use_idf and vec.binary is False
+            and vec.dtype in (np.float64, float) and hasattr(vec, "idf_"))
+
+
+class _LeanText:
+    __slots__ = ("analyzer", "vocab", "weights")
+
+    def __init__(self, vec, lr):
+        self.analyzer = vec.build_analyzer()
+        self.vocab = vec.vocabulary_
+        # per term: (idf, coefficient)
+        self.weights = (np.asarray(vec.idf_, dtype=np.float64), lr.coef_.ravel().astype(np.float64))
+
+
+def _tfidf_dot(vec, doc: str, lr) -> float:
+    """``vec.transform([doc]) @ lr.coef_`` for an l2-normalised TF-IDF row, without building the sparse matrix."""
+    lean = _CACHE.get(vec)
+    if lean is None or lean[0] is not lr:
+        lean = (lr, _LeanText(vec, lr))
+        _CACHE[vec] = lean
+    lean = lean[1]
+    counts: dict[int, int] = {}
+    vocab = lean.vocab
+    for term in lean.analyzer(doc):
+        j = vocab.get(term)
+        if j is not None:
+            counts[j] = counts.get(j, 0) + 1
+    if not counts:
+        return 0.0
+    idx = np.fromiter(counts.keys(), dtype=np.int64, count=len(counts))
+    tf = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
+    if vec.sublinear_tf:
+        tf = np.log(tf) + 1.0
+    idf, coef = lean.weights
+    w = tf * idf[idx]
+    norm = np.sqrt(w @ w)
+    return float((w @ coef[idx]) / norm) if norm > 0 else 0.0
+
+
 SMALL_BATCH = 256
 """Batches up to this many rows take the fast paths; larger ones use scikit-learn (compiled, threaded)."""
 
@@ -114,8 +168,13 @@ def fast_proba(est, X) -> np.ndarray:
         lr = est.steps[-1][1]
         if len(lr.classes_) == 2:
             Z = X
-            for _, step in est.steps[:-1]:
+            for _, step in est.steps[:-2]:
                 Z = step.transform(Z)
-            p = expit(np.asarray(Z @ lr.coef_.ravel()).ravel() + lr.intercept_[0])
+            vec = est.steps[-2][1]
+            if _lean_tfidf_ok(vec):
+                z = np.array([_tfidf_dot(vec, doc, lr) for doc in Z])
+            else:
+                z = np.asarray(vec.transform(Z) @ lr.coef_.ravel()).ravel()
+            p = expit(z + lr.intercept_[0])
             return np.column_stack([1.0 - p, p])
     return est.predict_proba(X)

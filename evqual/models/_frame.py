@@ -28,7 +28,7 @@ import numpy as np
 from ..data._targets import char_spans, response_label, sentence_targets
 from ..features import EvidenceFeaturizer, as_examples
 
-__all__ = ["SentenceBlock", "FrameBuilder", "SENT", "TEXT", "OUTPUT", "TOK", "FRAME_INFO_COLUMNS"]
+__all__ = ["SentenceBlock", "FrameBuilder", "LiteFrame", "SENT", "TEXT", "OUTPUT", "TOK", "FRAME_INFO_COLUMNS"]
 
 SENT = "__sent__"
 TOK = "__tok__"
@@ -53,6 +53,58 @@ def _objects(values) -> np.ndarray:
     for i, v in enumerate(values):
         out[i] = v
     return out
+
+
+class _Column(list):
+    """A frame column as a list, with the few pandas Series methods the estimators use."""
+
+    def tolist(self):
+        return list(self)
+
+    def to_numpy(self, dtype=None):
+        return np.asarray(self, dtype=dtype)
+
+    @property
+    def iloc(self):
+        return self
+
+
+class _Block:
+    """Several numeric columns of a :class:`LiteFrame`."""
+
+    def __init__(self, values):
+        self.values = values
+
+    def to_numpy(self, dtype=None):
+        return self.values if dtype is None else self.values.astype(dtype, copy=False)
+
+
+class LiteFrame:
+    """A read-only stand-in for the detector frame when scoring (no pandas).
+
+    Building a pandas DataFrame and selecting its columns costs about a
+    millisecond per call, which dominates scoring one answer; every fitted
+    evqual estimator reads a frame only through ``frame[name]`` (a column),
+    ``frame[list_of_names].to_numpy()``, ``len(frame)`` and
+    ``frame.columns``, which this class provides.  Fitting always uses real
+    DataFrames.
+    """
+
+    def __init__(self, values: np.ndarray, names, info: dict):
+        self._values = values
+        self._index = {n: i for i, n in enumerate(names)}
+        self._info = info
+        self.columns = list(names) + list(info)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            if key in self._info:
+                return _Column(self._info[key])
+            return _Column(self._values[:, self._index[key]].tolist())
+        return _Block(self._values[:, [self._index[k] for k in key]])
 
 
 class FrameBuilder:
@@ -89,8 +141,12 @@ class FrameBuilder:
         """Examples to a frame (pandas DataFrame, one row per example, input order)."""
         return self.transform_with_analyses(examples, with_targets=with_targets, with_tokens=with_tokens)[0]
 
-    def transform_with_analyses(self, examples, *, with_targets: bool = True, with_tokens: bool = True):
-        """``(frame, examples, analyses)``: the frame and what explanations read."""
+    def transform_with_analyses(self, examples, *, with_targets: bool = True, with_tokens: bool = True,
+                                lite: bool = False):
+        """``(frame, examples, analyses)``: the frame and what explanations read.
+
+        ``lite=True`` returns a :class:`LiteFrame` (for prediction only).
+        """
         import pandas as pd
 
         from ..features._token_features import token_block
@@ -134,6 +190,8 @@ class FrameBuilder:
             info[TOK] = [token_block(ex.output, an, char_spans(ex, exclude_implicit_true=self.exclude_implicit_true)
                                      if with_targets else None)
                          for ex, an in zip(ex_list, analyses)]
+        if lite:
+            return LiteFrame(R, self.response_names, info), ex_list, analyses
         # one concatenation instead of a column insertion per field (a single response is scored in ~1 ms)
         # object columns: pandas would otherwise convert every text field to Arrow strings
         info = {k: (v if k == "label" else _objects(v)) for k, v in info.items()}

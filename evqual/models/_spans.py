@@ -186,21 +186,37 @@ class SpanTagger(BaseEstimator):
         self.n_features_in_ = X.shape[1]
         return self
 
-    def token_proba(self, frame, sentence_risks=None) -> list[np.ndarray]:
-        """Risk of every token, one array per response."""
+    def token_proba(self, frame, sentence_risks=None, *, gate: float = 0.0) -> list[np.ndarray]:
+        """Risk of every token, one array per response.
+
+        With ``gate > 0`` (and sentence risks), tokens of sentences whose risk
+        is below ``gate`` are not scored and get risk 0: a fast path for
+        production, tuned by :class:`~evqual.models.Detector` on validation.
+        """
         check_is_fitted(self, "estimator_")
         if self.uses_sentence_risks_ and sentence_risks is None:
             raise ValueError("this tagger was fitted with sentence risks; pass sentence_risks.")
         SR = sentence_risks if self.uses_sentence_risks_ else [None] * len(frame)
-        blocks = zip(frame[TOK], frame[SENT], self._response_matrix(frame), SR)
-        rows = [self._rows(tok, sent, resp, sr) for tok, sent, resp, sr in blocks]
+        rows, masks = [], []
+        for tok, sent, resp, sr in zip(frame[TOK], frame[SENT], self._response_matrix(frame), SR):
+            mask = None
+            if gate > 0 and sr is not None and len(tok.sentence):
+                mask = np.asarray(sr)[tok.sentence] >= gate
+                tok = tok._replace(values=tok.values[mask], sentence=tok.sentence[mask])
+            rows.append(self._rows(tok, sent, resp, sr))
+            masks.append(mask)
         lengths = [len(r) for r in rows]
-        if not sum(lengths):
-            return [np.zeros(0) for _ in rows]
-        p = fast_proba(self.estimator_, np.vstack(rows))[:, 1]
-        return np.split(p, np.cumsum(lengths)[:-1])
+        p = fast_proba(self.estimator_, np.vstack(rows))[:, 1] if sum(lengths) else np.zeros(0)
+        out = []
+        for part, mask in zip(np.split(p, np.cumsum(lengths)[:-1]), masks):
+            if mask is not None:
+                full = np.zeros(len(mask))
+                full[mask] = part
+                part = full
+            out.append(part)
+        return out
 
-    def predict_spans(self, frame, threshold: float, sentence_risks=None) -> list[list[tuple[int, int, float]]]:
+    def predict_spans(self, frame, threshold: float, sentence_risks=None, *, gate: float = 0.0):
         """``(start, end, risk)`` spans per response."""
-        probs = self.token_proba(frame, sentence_risks)
+        probs = self.token_proba(frame, sentence_risks, gate=gate)
         return [tokens_to_spans(tok.offsets, p, threshold) for tok, p in zip(frame[TOK], probs)]

@@ -78,14 +78,14 @@ def model_info(detector) -> ModelInfo:
 
 def score_examples(detector, examples, *, policy: Policy | None = None) -> list[ScoreResult]:
     """Score examples with ``detector`` under ``policy`` (default :class:`Policy`); results in input order."""
-    policy = policy if policy is not None else Policy()
+    policy = policy if policy is not None else _default_policy()
     examples = list(examples)
     if not examples:
         return []
     builder = detector.builder_
     tagger = getattr(detector, "span_tagger_", None)
     frame, exs, analyses = builder.transform_with_analyses(examples, with_targets=False,
-                                                           with_tokens=tagger is not None)
+                                                           with_tokens=tagger is not None, lite=True)
     risks, sent_risks = detector.predict_proba_and_sentences_frame(frame)
     spans = detector.predict_spans_frame(frame, sent_risks) if tagger is not None else None
     sthr = detector.sentence_threshold_ if detector.sentence_threshold_ is not None else detector.threshold_
@@ -120,6 +120,16 @@ def score_examples(detector, examples, *, policy: Policy | None = None) -> list[
                                sensitive=decision.sensitive, sentences=tuple(sentences),
                                spans=tuple(span_results), model=info))
     return out
+
+
+_DEFAULT_POLICY: list = []
+
+
+def _default_policy() -> Policy:
+    """``Policy()``, built once (its topic tagger compiles the lexicons)."""
+    if not _DEFAULT_POLICY:
+        _DEFAULT_POLICY.append(Policy())
+    return _DEFAULT_POLICY[0]
 
 
 def _sentence_of(offsets, pos: int) -> int:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from functools import lru_cache
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Integral
@@ -87,6 +88,45 @@ def _term_pattern(term: str) -> str:
     return r"(?<!\w)" + body + (r"\w*" if prefix else r"(?!\w)")
 
 
+_WORD_RE = re.compile(r"\w+")
+
+
+def _first_word_keys(terms):
+    """``(exact first words, first-word prefixes, prefix lengths)`` of a lexicon, lower-cased.
+
+    A term's first word, reduced to its word characters ("LGBTQ+" -> "lgbtq"),
+    must be a word of any text the term matches (or, for a one-word prefix
+    term, the start of one).
+    """
+    exact, prefixes = set(), set()
+    for term in terms:
+        words = term.strip().lower().split()
+        first = "".join(_WORD_RE.findall(words[0].rstrip("*"))) if words else ""
+        if not first:
+            continue
+        if len(words) == 1 and term.strip().endswith("*"):
+            prefixes.add(first)
+        else:
+            exact.add(first)
+    return frozenset(exact), frozenset(prefixes), tuple(sorted({len(p) for p in prefixes}))
+
+
+def _count(pattern, text, starts) -> int:
+    """``len(pattern.findall(text))``, trying the pattern only at the words in ``starts`` (lower-cased)."""
+    n, end = 0, -1
+    for m in _WORD_RE.finditer(text):
+        start = m.start()
+        if start < end:
+            continue
+        if m.group().lower() in starts:
+            hit = pattern.match(text, start)
+            if hit:
+                n += 1
+                end = hit.end()
+    return n
+
+
+@lru_cache(maxsize=64)
 def _compile(terms) -> re.Pattern:
     # Longest terms first, so that a phrase ("LGBTQ+ refugee") is one match rather
     # than a match of its shorter sub-term ("refugee*").
@@ -172,8 +212,9 @@ class TopicTagger:
         self.min_context_hits = min_context_hits
         self._check()
         self.topics_ = dict(BUILTIN_TOPICS if topics is None else topics)
-        # One regex per topic, compiled once.
-        self._patterns = {name: _compile(t.terms) for name, t in self.topics_.items()}
+        # One regex per topic, compiled once (and shared by taggers with the same terms).
+        self._patterns = {name: _compile(tuple(t.terms)) for name, t in self.topics_.items()}
+        self._keys = {name: _first_word_keys(t.terms) for name, t in self.topics_.items()}
 
     def _check(self):
         for name in ("min_query_hits", "min_context_hits"):
@@ -218,7 +259,17 @@ class TopicTagger:
         {'healthcare': 0, 'migration': 3, 'labour': 0}
         """
         text = _as_text(text)
-        return {name: sum(1 for _ in pattern.finditer(text)) for name, pattern in self._patterns.items()}
+        # A term matches only where its first word is a word of the text: check that on the text's
+        # distinct words first (cheap), and run a topic's regex only when it can match.
+        words = set(_WORD_RE.findall(text.lower()))
+        out = {}
+        for name, pattern in self._patterns.items():
+            exact, prefixes, lengths = self._keys[name]
+            starts = words & exact
+            if prefixes:
+                starts |= {w for w in words for k in lengths if w[:k] in prefixes}
+            out[name] = _count(pattern, text, starts) if starts else 0
+        return out
 
     def tag(self, query, context="") -> tuple:
         """The topics of a query and its context.
