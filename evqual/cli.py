@@ -126,7 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "the scored answer (risk, flagged, decision, threshold, topics, sentences with reasons and "
                      "evidence, spans, model) or an error record with the line number and the reason. Exit "
                      "status 1 if any line failed, 0 otherwise, 2 on usage errors."))
-    sc.add_argument("input", metavar="IN.jsonl", help="answers to score")
+    sc.add_argument("input", metavar="IN.jsonl", nargs="?",
+                    help="answers to score (default: the RAGTruth sample embedded in the package)")
     sc.add_argument("--model", metavar="DIR", help="model folder (default: the shipped models/default)")
     sc.add_argument("--out", metavar="OUT.jsonl", help="output file (default: standard output)")
     sc.add_argument("--policy", metavar="FILE", help="decision policy TOML (default: the built-in policy; see "
@@ -412,11 +413,13 @@ def cmd_score(args) -> int:
     from .scoring import AuditLog
     from .scoring._stream import count_lines, score_file
 
-    src = Path(args.input)
+    from .data import sample_path
+
+    src = Path(args.input) if args.input else sample_path() / "response.jsonl"
     if src.is_dir():
         src = src / "response.jsonl"
     if not src.is_file():
-        print(f"evqual score: error: {args.input}: file not found", file=sys.stderr)
+        print(f"evqual score: error: {src}: file not found", file=sys.stderr)
         return EXIT_USAGE
     if args.batch_size < 1:
         print(f"evqual score: error: --batch-size must be >= 1; got {args.batch_size}", file=sys.stderr)

@@ -315,3 +315,21 @@ def test_fast_tree_and_text_paths_equal_scikit_learn():
     frame = pd.DataFrame({"__output__": ["the cafe has outdoor seating", "open from 5 pm", "no wifi"] * 10})
     text.fit(frame, np.array([1, 0, 1] * 10))
     np.testing.assert_allclose(fast_proba(text, frame), text.predict_proba(frame), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["metadata-lr", "semantic-eq-gb", "evqual"])
+@pytest.mark.parametrize("calibration", ["sigmoid", "isotonic"])
+def test_detector_risk_equals_calibrated_classifier(method, calibration):
+    """The kept calibration map must be fed the score CalibratedClassifierCV fitted it on
+    (decision_function when the model has one): regression test for a silent F1 drop."""
+    from evqual.data import load_sample
+    from evqual.models import Detector
+
+    det = Detector(method, calibration=calibration).fit(load_sample())
+    frame = det._frame(load_sample())
+    det_full = Detector(method, calibration=calibration).fit(load_sample())  # keeps classifier_ (not saved)
+    want = det_full.classifier_.estimator_.predict_proba(frame)[:, 1] if hasattr(
+        det_full.classifier_, "estimator_") else det_full.classifier_.predict_proba(frame)[:, 1]
+    np.testing.assert_allclose(det.predict_proba_frame(frame), want, rtol=1e-9, atol=1e-12)
+    risk, _ = det.predict_proba_and_sentences_frame(frame)
+    np.testing.assert_allclose(risk, want, rtol=1e-9, atol=1e-12)

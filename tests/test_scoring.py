@@ -240,3 +240,86 @@ def test_audit_log_survives_a_killed_scoring_run(tmp_path):
     assert 20 <= len(records) < 3000
     assert n_out <= len(records) <= n_out + 1  # at most the answer in flight is missing from the output
     assert [r["id"] for r in records] == [f"r{i}" for i in range(len(records))]
+
+
+# ---------------------------------------------------------------- fast paths give the same answers
+def test_lite_frame_predictions_equal_pandas_frame(det):
+    import numpy as np
+
+    from evqual.data import load_sample
+
+    exs = load_sample().examples[:20]
+    full = det.builder_.transform(exs, with_targets=False)
+    lite, _, _ = det.builder_.transform_with_analyses(exs, with_targets=False, lite=True)
+    r1, s1 = det.predict_proba_and_sentences_frame(full)
+    r2, s2 = det.predict_proba_and_sentences_frame(lite)
+    np.testing.assert_array_equal(r1, r2)
+    for a, b in zip(s1, s2):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(r1, det.predict_proba(exs), rtol=0, atol=1e-12)
+    assert det.predict_spans_frame(full, s1) == det.predict_spans_frame(lite, s2)
+
+
+def test_shipped_model_has_a_span_tagger_and_records_it(det):
+    from evqual.features import TOKEN_FEATURE_NAMES
+    from evqual.models import read_meta
+
+    assert det.span_tagger_ is not None and 0 < det.span_threshold_ < 1
+    meta = read_meta(__import__("evqual.models", fromlist=["x"]).default_model_path())
+    assert meta["span_tagger"]["token_features"] == list(TOKEN_FEATURE_NAMES)
+    assert meta["span_tagger"]["threshold"] == det.span_threshold_
+
+
+def test_model_with_other_token_features_is_refused(tmp_path):
+    import shutil
+
+    from evqual.models import ModelLoadError, default_model_path, load_detector
+
+    dst = tmp_path / "m"
+    shutil.copytree(default_model_path(), dst)
+    meta = json.loads((dst / "meta.json").read_text())
+    meta["span_tagger"]["token_features"] = meta["span_tagger"]["token_features"][:-1]
+    (dst / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(ModelLoadError, match="token features"):
+        load_detector(dst)
+
+
+def test_span_gate_scores_fewer_tokens_but_same_shape(det):
+    import numpy as np
+
+    from evqual.data import load_sample
+    from evqual.models._frame import TOK
+
+    exs = load_sample().examples[:10]
+    fr, _, _ = det.builder_.transform_with_analyses(exs, with_targets=False, lite=True)
+    _, sr = det.predict_proba_and_sentences_frame(fr)
+    full = det.span_tagger_.token_proba(fr, sr)
+    gated = det.span_tagger_.token_proba(fr, sr, gate=0.5)
+    for tok, f, g, r in zip(fr[TOK], full, gated, sr):
+        assert len(f) == len(g) == len(tok.offsets)
+        low = np.asarray(r)[tok.sentence] < 0.5
+        assert (g[low] == 0).all()
+        np.testing.assert_allclose(g[~low], f[~low])
+
+
+def test_iter_records_one_item_per_line(tmp_path):
+    from evqual.data import iter_records
+
+    src = tmp_path / "in.jsonl"
+    _write(src, [{**BRIDGE, "id": "a"}, "", "{x", {"query": "q", "context": "c"}, [1]])
+    got = [(n, ex is not None, [i.code for i in issues]) for n, ex, issues in iter_records(src)]
+    assert got == [(1, True, []), (2, False, ["E101"]), (3, False, ["E101"]), (4, False, ["E102"]),
+                   (5, False, ["E101"])]
+
+
+def test_iter_records_ragtruth_unknown_source(tmp_path):
+    from evqual.data import iter_records
+
+    (tmp_path / "source_info.jsonl").write_text(json.dumps(
+        {"source_id": "s1", "task_type": "QA", "source_info": {"question": "q?", "passages": "p one"}}) + "\n")
+    rows = [{"id": "r1", "source_id": "s1", "response": "p one", "labels": []},
+            {"id": "r2", "source_id": "s9", "response": "x", "labels": []}]
+    (tmp_path / "response.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    got = list(iter_records(tmp_path))
+    assert got[0][1].id == "r1" and got[0][1].task_type == "QA"
+    assert got[1][1] is None and got[1][2][0].code == "E106" and got[1][2][0].line == 2

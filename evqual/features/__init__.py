@@ -25,6 +25,7 @@ from ._registry import (
 )
 from ._similarity import ContextCache, ContextIndex
 from ._surface import REFUSAL_PATTERN, is_refusal
+from ._token_features import TOKEN_FEATURE_NAMES, TokenBlock, token_block
 
 __all__ = [
     "CONTENT_FAMILIES",
@@ -32,6 +33,8 @@ __all__ = [
     "FAMILIES",
     "FEATURES",
     "REFUSAL_PATTERN",
+    "TOKEN_FEATURE_NAMES",
+    "TokenBlock",
     "Analysis",
     "ContextCache",
     "ContextIndex",
@@ -47,4 +50,5 @@ __all__ = [
     "is_refusal",
     "list_features",
     "meta_feature_name",
+    "token_block",
 ]

@@ -38,6 +38,7 @@ from ._novelty import ANTONYMS
 __all__ = ["TOKEN_FEATURE_NAMES", "TokenBlock", "token_block"]
 
 _TOKEN_RE = re.compile(TOKEN_PATTERN)
+_CLAUSE_BREAK = re.compile(r"[,;:()\[\]\u2013\u2014\"]| - ")
 
 TOKEN_FEATURE_NAMES = (
     "tok.content",            # not a stop word
@@ -62,6 +63,10 @@ TOKEN_FEATURE_NAMES = (
     "tok.pos_sentence",       # relative position in its sentence
     "tok.pos_response",       # relative position of its sentence in the output
     "tok.length",             # characters, capped at 20
+    "tok.clause_novel",       # share of novel content tokens in the token's clause
+    "tok.clause_near",        # share of the clause's content tokens found in the nearest chunk
+    "tok.clause_len",         # tokens in the clause, capped at 40
+    "tok.clause_pos",         # relative position of the clause in its sentence
 )
 _IDX = {n: i for i, n in enumerate(TOKEN_FEATURE_NAMES)}
 
@@ -183,6 +188,20 @@ def token_block(output: str, analysis, spans=None) -> TokenBlock:
         V[:, 14] = _inside(offs, unsup_numbers[i] if i < len(unsup_numbers) else ())
         V[:, 15] = _inside(offs, unsup_ents[i] if i < len(unsup_ents) else ())
         V[:, 20] = i / max(n_sent - 1, 1)
+        # clauses: token runs between punctuation breaks (commas, semicolons, brackets, dashes, quotes)
+        clause = np.zeros(n, dtype=np.int64)
+        for j in range(1, n):
+            clause[j] = clause[j - 1] + (_CLAUSE_BREAK.search(output, toks[j - 1][1], toks[j][0]) is not None)
+        n_clauses = int(clause[-1]) + 1
+        cont = np.asarray(content, dtype=np.float64)
+        c_total = np.bincount(clause, weights=cont, minlength=n_clauses)
+        c_novel = np.bincount(clause, weights=nov.astype(np.float64), minlength=n_clauses)
+        c_near = np.bincount(clause, weights=cont * np.asarray(in_near, dtype=np.float64), minlength=n_clauses)
+        safe = np.maximum(c_total, 1.0)
+        V[:, 22] = (c_novel / safe)[clause]
+        V[:, 23] = np.where(c_total > 0, c_near / safe, 1.0)[clause]
+        V[:, 24] = np.minimum(np.bincount(clause, minlength=n_clauses), 40)[clause]
+        V[:, 25] = clause / max(n_clauses - 1, 1)
         rows.append(V)
         all_offsets.extend(offs)
         sent_of.extend([i] * n)

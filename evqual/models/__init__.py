@@ -7,7 +7,7 @@
 
 from ._detector import CALIBRATIONS, THRESHOLD_RULES, Detector, seed002_objective, validation_split
 from ._estimators import FeatureSelector, SentenceMaxClassifier, StackedEvidenceClassifier, TextColumn
-from ._frame import FrameBuilder, SentenceBlock
+from ._frame import FrameBuilder, LiteFrame, SentenceBlock
 from ._io import (
     META_FORMAT,
     TRUSTED_PREFIXES,
@@ -18,6 +18,7 @@ from ._io import (
     save_detector,
 )
 from ._methods import METHODS, MethodSpec, get_method, list_methods
+from ._spans import SpanTagger, span_scores, tokens_to_spans
 
 __all__ = [
     "CALIBRATIONS",
@@ -26,12 +27,14 @@ __all__ = [
     "Detector",
     "FeatureSelector",
     "FrameBuilder",
+    "LiteFrame",
     "META_FORMAT",
     "MethodSpec",
     "ModelLoadError",
     "TRUSTED_PREFIXES",
     "SentenceBlock",
     "SentenceMaxClassifier",
+    "SpanTagger",
     "StackedEvidenceClassifier",
     "TextColumn",
     "default_model_path",
@@ -41,5 +44,7 @@ __all__ = [
     "read_meta",
     "save_detector",
     "seed002_objective",
+    "span_scores",
+    "tokens_to_spans",
     "validation_split",
 ]

@@ -320,10 +320,24 @@ class Detector:
     # ------------------------------------------------------------------ prediction
     def predict_proba_frame(self, frame) -> np.ndarray:
         """Calibrated response risk in [0, 1] for each row of a frame."""
-        raw = self.model_.predict_proba(frame)[:, 1]
         if self.calibrator_ is None:
-            return raw
-        return np.clip(self.calibrator_.predict(raw), 0.0, 1.0)
+            return self.model_.predict_proba(frame)[:, 1]
+        return self._calibrate(self._calibration_input(frame))
+
+    def _calibration_input(self, frame, proba=None) -> np.ndarray:
+        """The score the calibration map was fitted on.
+
+        ``CalibratedClassifierCV`` calibrates ``decision_function`` when the
+        model has one (logistic regression, gradient boosting) and the
+        positive-class probability otherwise; the same score must be fed to
+        :attr:`calibrator_`.
+        """
+        if hasattr(self.model_, "decision_function"):
+            return np.asarray(self.model_.decision_function(frame), dtype=float).ravel()
+        return (proba if proba is not None else self.model_.predict_proba(frame))[:, 1]
+
+    def _calibrate(self, score) -> np.ndarray:
+        return np.clip(self.calibrator_.predict(score), 0.0, 1.0)
 
     def __getstate__(self):
         # classifier_ (the calibration and threshold-tuning wrappers) is only needed while fitting;
@@ -342,13 +356,12 @@ class Detector:
         """``(calibrated response risks, raw sentence risks per row or None)``, the sentence model run once."""
         model = self.model_
         if hasattr(model, "predict_proba_and_sentences"):
-            raw, sent = model.predict_proba_and_sentences(frame)
-            raw = raw[:, 1]
+            proba, sent = model.predict_proba_and_sentences(frame)
         else:
-            raw, sent = model.predict_proba(frame)[:, 1], self.sentence_proba_frame(frame)
-        if self.calibrator_ is not None:
-            raw = np.clip(self.calibrator_.predict(raw), 0.0, 1.0)
-        return raw, sent
+            proba, sent = model.predict_proba(frame), self.sentence_proba_frame(frame)
+        if self.calibrator_ is None:
+            return proba[:, 1], sent
+        return self._calibrate(self._calibration_input(frame, proba)), sent
 
     # ------------------------------------------------------------------ production scoring
     @classmethod

@@ -129,6 +129,7 @@ def save_detector(detector, path, *, training_data: dict | None = None, metrics:
         "calibration": detector.calibration,
         "threshold_rule": detector.threshold_rule,
         "uses_metadata": detector.spec.uses_metadata,
+        "span_tagger": _span_meta(detector),
         "training_data": training_data or {},
         "rows": {"train": detector.n_train_, "validation": detector.n_validation_},
         "metrics": metrics or {},
@@ -161,7 +162,25 @@ def read_meta(path) -> dict:
     return meta
 
 
+def _span_meta(detector) -> dict | None:
+    """What ``meta.json`` records of the span tagger (``None`` without one)."""
+    if getattr(detector, "span_tagger_", None) is None:
+        return None
+    from ..features._token_features import TOKEN_FEATURE_NAMES
+
+    return {"token_features": list(TOKEN_FEATURE_NAMES), "threshold": detector.span_threshold_,
+            "gate": getattr(detector, "span_gate_", 0.0),
+            "validation_char_f1": detector.validation_metrics_.get("span_f1")}
+
+
 def _check_features(meta: dict, meta_path: Path) -> None:
+    span = meta.get("span_tagger")
+    if span:
+        from ..features._token_features import TOKEN_FEATURE_NAMES
+
+        if list(span.get("token_features", ())) != list(TOKEN_FEATURE_NAMES):
+            raise ModelLoadError(f"{meta_path}: the model's span tagger was trained on other token features "
+                                 f"than this evqual ({__version__}) computes. Retrain the model.")
     for name in list(meta["response_features"]) + list(meta["sentence_features"]):
         try:
             feature_spec(name)

@@ -31,16 +31,27 @@ from ._frame import SENT, TOK
 __all__ = ["SpanTagger", "tokens_to_spans", "project_sentences", "span_counts", "span_scores"]
 
 
-def tokens_to_spans(offsets: np.ndarray, risks: np.ndarray, threshold: float) -> list[tuple[int, int, float]]:
+def tokens_to_spans(offsets: np.ndarray, risks: np.ndarray, threshold: float, max_gap: int = 0
+                    ) -> list[tuple[int, int, float]]:
     """Merge runs of consecutive tokens with ``risk >= threshold`` into ``(start, end, mean risk)``.
+
+    ``max_gap`` bridges up to that many tokens below the threshold between two
+    flagged runs (they join the span).
 
     Examples
     --------
     >>> tokens_to_spans(np.array([[0, 3], [4, 6], [7, 9], [10, 12]]), np.array([0.9, 0.7, 0.1, 0.8]), 0.5)
     [(0, 6, 0.8), (10, 12, 0.8)]
+    >>> tokens_to_spans(np.array([[0, 3], [4, 6], [7, 9], [10, 12]]), np.array([0.9, 0.7, 0.1, 0.8]), 0.5, 1)
+    [(0, 12, 0.625)]
     """
     out = []
     on = np.asarray(risks) >= threshold
+    if max_gap > 0 and on.any():
+        idx = np.flatnonzero(on)
+        for a, b in zip(idx, idx[1:]):
+            if 1 < b - a <= max_gap + 1:
+                on[a + 1:b] = True
     j, n = 0, len(on)
     while j < n:
         if not on[j]:
