@@ -333,3 +333,15 @@ def test_detector_risk_equals_calibrated_classifier(method, calibration):
     np.testing.assert_allclose(det.predict_proba_frame(frame), want, rtol=1e-9, atol=1e-12)
     risk, _ = det.predict_proba_and_sentences_frame(frame)
     np.testing.assert_allclose(risk, want, rtol=1e-9, atol=1e-12)
+
+
+def test_fast_tree_path_checks_the_feature_count():
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    from evqual.models._fasttrees import fast_proba
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(100, 4)), rng.integers(0, 2, 100)
+    est = HistGradientBoostingClassifier(max_iter=5).fit(X, y)
+    with pytest.raises(ValueError, match="X has 5 features, but HistGradientBoostingClassifier is expecting 4"):
+        fast_proba(est, np.c_[X[:3], X[:3, :1]])

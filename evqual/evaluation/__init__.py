@@ -6,12 +6,15 @@
 """
 
 from ._metrics import METRIC_KEYS, binary_metrics, grouped_metrics, type_metrics
+from ._policy import policy_summary, policy_table
 from ._protocols import PROTOCOLS, protocol_splits
 from ._report import feature_importances, metrics_table, write_comparison, write_report
 from ._run import EvaluationResult, build_frame, evaluate
 from ._signal import univariate_auroc
 
 __all__ = [
+    "policy_summary",
+    "policy_table",
     "METRIC_KEYS",
     "PROTOCOLS",
     "EvaluationResult",

@@ -133,6 +133,14 @@ def reproduce(data, *, out_dir="docs/reports", results_md="docs/RESULTS.md", met
             heavy = name in ("evqual", "evqual-meta", "semantic-eq-gb", "random-forest")
             write_report(r, out / protocol / name, frame=frame if heavy else None,
                          data_note=f"Data: {data_label}.")
+            if name == "evqual" and protocol == "cv5":
+                from ..features import as_examples
+                from ._policy import policy_summary
+
+                summary = policy_summary(as_examples(data), r.predictions)
+                (out / protocol / name / "policy.json").write_text(json.dumps(summary, indent=2) + "\n",
+                                                                    encoding="utf-8")
+                r.metrics["policy"] = summary
             results[protocol][name] = r.metrics
             R = r.metrics["response"]
             log(f"{protocol} {name}: F1 {R['f1']:.3f} AUROC {R['auroc']:.3f} ({time.perf_counter() - t:.0f}s)")
@@ -221,6 +229,16 @@ def render_block(results: dict, *, data_label: str, out_dir: str, elapsed: float
                      for t, v in m["per_task"].items()]
             lines.append(f"\n`{name}` by task ({protocol}):\n")
             lines.append(markdown_table(pd.DataFrame(trows)))
+    pol = results.get("cv5", {}).get("evqual", {}).get("policy")
+    if pol:
+        from ._policy import policy_table
+
+        lines.append("\n#### Default decision policy on `evqual`'s `cv5` held-out risks (seed 000 thresholds)\n")
+        lines.append(policy_table(pol))
+        lines.append(f"\nSent on to LLM verification (`escalate`): {pol['escalated_share']:.3f} of answers; "
+                     f"hallucinated answers shown unflagged: {pol['hallucinated_shown_share']:.3f}; grounded "
+                     f"answers not shown as is: {pol['grounded_not_shown_share']:.3f}; answers on a sensitive "
+                     f"topic: {pol['sensitive_share']:.3f}.\n")
     if "ablation" in results:
         lines.append("\n#### Feature-group ablation (seed 002 Table 7), `semantic-eq-gb` on subsets, protocol `cv5`\n")
         rows = [{"feature set": k, "F1": _fmt(v["f1"]), "AUROC": _fmt(v["auroc"]), "AUPRC": _fmt(v["auprc"]),

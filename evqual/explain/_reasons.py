@@ -229,10 +229,21 @@ def _field_reasons(output, s, e, index) -> list[Reason]:
     return out
 
 
-def explanation_text(flagged: bool, risk: float, threshold: float, reasons, citation) -> str:
-    """One readable paragraph for a sentence: verdict, reasons and the cited evidence."""
-    verdict = (f"Flagged (risk {risk:.2f} >= {threshold:.2f})" if flagged
-               else f"Not flagged (risk {risk:.2f} < {threshold:.2f})")
+def explanation_text(flagged: bool, risk: float, threshold: float, reasons, citation, *, why: str = "risk") -> str:
+    """One readable paragraph for a sentence: verdict, reasons and the cited evidence.
+
+    ``why`` says what flagged the sentence: ``"risk"`` (its risk reached the
+    sentence threshold), ``"span"`` (it holds a predicted span) or ``"top"``
+    (the riskiest sentence of a flagged answer).
+    """
+    if not flagged:
+        verdict = f"Not flagged (risk {risk:.2f} < {threshold:.2f})"
+    elif why == "span":
+        verdict = f"Flagged (holds a predicted hallucinated span; sentence risk {risk:.2f})"
+    elif why == "top":
+        verdict = f"Flagged (the riskiest sentence of a flagged answer; sentence risk {risk:.2f})"
+    else:
+        verdict = f"Flagged (risk {risk:.2f} >= {threshold:.2f})"
     parts = [r.text for r in reasons]
     text = verdict + (" because " + "; ".join(parts) if flagged and parts else "")
     if not flagged and parts:

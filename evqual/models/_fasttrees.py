@@ -101,7 +101,11 @@ def hgb_proba(est: HistGradientBoostingClassifier, X) -> np.ndarray:
     """``est.predict_proba(X)`` for a fitted binary HistGradientBoostingClassifier, all trees at once."""
     if not _compilable(est):
         return est.predict_proba(X)
-    p = expit(_compiled(est).raw(np.asarray(X, dtype=np.float64)))
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2 or X.shape[1] != est.n_features_in_:
+        raise ValueError(f"X has {X.shape[-1] if X.ndim else 0} features, but {type(est).__name__} is expecting "
+                         f"{est.n_features_in_} features as input.")
+    p = expit(_compiled(est).raw(X))
     return np.column_stack([1.0 - p, p])
 
 

@@ -102,18 +102,23 @@ def score_examples(detector, examples, *, policy: Policy | None = None) -> list[
         span_results = []
         for s, e, r in pred_spans:
             j = _sentence_of(offsets, s)
-            holds_span[j] = True if j >= 0 else False
+            if j >= 0:
+                holds_span[j] = True
             span_results.append(SpanResult(s, e, ex.output[s:e], float(r), j))
-        flagged = (srisk >= sthr) | holds_span if len(offsets) else np.zeros(0, dtype=bool)
+        by_risk = srisk >= sthr if len(offsets) else np.zeros(0, dtype=bool)
+        flagged = by_risk | holds_span
+        top = -1
         if decision.flagged and len(offsets) and not flagged.any():
-            flagged[int(np.argmax(srisk))] = True
+            top = int(np.argmax(srisk))
+            flagged[top] = True
         sentences = []
         for i, (s, e) in enumerate(offsets):
             r = float(srisk[i])
             reasons = sentence_reasons(ex, an, i, risk=r if flagged[i] else None)
             cite = citation_for(ex, an, i)
+            why = "risk" if by_risk[i] else "span" if holds_span[i] else "top" if i == top else "risk"
             sentences.append(SentenceResult(i, s, e, ex.output[s:e], r, bool(flagged[i]), cite, tuple(reasons),
-                                            explanation_text(bool(flagged[i]), r, sthr, reasons, cite)))
+                                            explanation_text(bool(flagged[i]), r, sthr, reasons, cite, why=why)))
         out.append(ScoreResult(id=ex.id, risk=risk, flagged=decision.flagged, decision=decision.decision,
                                threshold=decision.threshold, output=ex.output, query=ex.query,
                                task_type=ex.task_type, verify=decision.verify, topics=tuple(topics),
