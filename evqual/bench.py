@@ -7,7 +7,7 @@ import platform
 import resource
 import time
 
-__all__ = ["bench_featurize", "bench_score", "bench_fit", "tokenize_floor", "peak_rss_mb", "pin_one_core"]
+__all__ = ["bench_featurize", "bench_score", "bench_stages", "bench_fit", "tokenize_floor", "peak_rss_mb", "pin_one_core"]
 
 
 def pin_one_core() -> None:
@@ -153,6 +153,66 @@ def bench_score(data=None, model=None, *, limit: int | None = None, batch_repeat
         "method": det.method,
         "span_tagger": getattr(det, "span_tagger_", None) is not None,
     }
+
+
+def bench_stages(data=None, model=None, *, limit: int | None = 500) -> dict:
+    """Where the time of scoring one answer goes: p50 milliseconds of each stage, one answer at a time.
+
+    Stages, in the order :func:`evqual.scoring._score.score_examples` runs them:
+    ``features`` (context indexing and the response/sentence features),
+    ``tokens`` (token features for the span tagger), ``frame`` (assembling
+    the pandas-free frame), ``models`` (sentence, text and response models,
+    calibration), ``tagger`` (span tagger), ``topics`` (topic tagging),
+    ``reasons`` (reason codes, citations, explanations), and ``total`` (one
+    whole ``score_batch([example])`` call, timed separately).
+    """
+    import warnings
+
+    import numpy as np
+
+    from .data import load_data, sample_path
+    from .explain._reasons import citation_for, sentence_reasons
+    from .features._token_features import token_block
+    from .models import default_model_path, load_detector
+    from .scoring._score import _default_policy
+
+    det = load_detector(model or default_model_path())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        examples = load_data(sample_path() if data is None else data).examples
+    if limit:
+        examples = examples[:limit]
+    det.score_batch(examples[:1])
+    rf, builder, policy = det.builder_.response_featurizer_, det.builder_, _default_policy()
+    names = ("features", "tokens", "frame", "models", "tagger", "topics", "reasons", "total")
+    times = {k: [] for k in names}
+    for ex in examples:
+        t0 = time.perf_counter()
+        _, an = rf.analyze([ex])
+        t1 = time.perf_counter()
+        token_block(ex.output, an[0])
+        t2 = time.perf_counter()
+        frame, _, analyses = builder.transform_with_analyses([ex], with_targets=False, with_tokens=True, lite=True)
+        t3 = time.perf_counter()
+        _, sr = det.predict_proba_and_sentences_frame(frame)
+        t4 = time.perf_counter()
+        det.predict_spans_frame(frame, sr)
+        t5 = time.perf_counter()
+        policy.tag(ex.query, ex.context)
+        t6 = time.perf_counter()
+        for i in range(len(analyses[0].offsets)):
+            sentence_reasons(ex, analyses[0], i, risk=0.5)
+            citation_for(ex, analyses[0], i)
+        t7 = time.perf_counter()
+        det.score_batch([ex])
+        t8 = time.perf_counter()
+        # the frame stage re-runs features and tokens: report what it adds
+        parts = (t1 - t0, t2 - t1, (t3 - t2) - (t1 - t0) - (t2 - t1), t4 - t3, t5 - t4, t6 - t5, t7 - t6, t8 - t7)
+        for k, v in zip(names, parts):
+            times[k].append(v * 1000.0)
+    return {"responses": len(examples), "model": str(model or default_model_path()),
+            "ms_p50": {k: round(float(np.percentile(v, 50)), 3) for k, v in times.items()},
+            "ms_mean": {k: round(float(np.mean(v)), 3) for k, v in times.items()}}
 
 
 def bench_fit(data=None, method: str = "evqual") -> dict:

@@ -3,6 +3,7 @@
     python scripts/bench.py featurize --data ../shared/data/ragtruth --json bench_featurize.json
     python scripts/bench.py featurize --data ../shared/data/ragtruth --entity-backend spacy --json b.json
     python scripts/bench.py score --data ../shared/data/ragtruth --json bench_score.json
+    python scripts/bench.py stages --data ../shared/data/ragtruth --json bench_stages.json
     python scripts/bench.py fit --data ../shared/data/ragtruth --json bench_fit.json
 
 The benchmark pins itself to one CPU core and one BLAS thread; the logic lives
@@ -34,13 +35,18 @@ def main(argv=None) -> int:
     sc.add_argument("--model", default=None, help="model folder (default: models/default)")
     sc.add_argument("--json", required=True, help="where to write the result JSON")
     sc.add_argument("--limit", type=int, default=None, help="score only the first N responses")
+    st = sub.add_parser("stages", help="p50 time of each stage of scoring one answer (where the time goes)")
+    st.add_argument("--data", default=None, help="dataset path (default: the embedded sample)")
+    st.add_argument("--model", default=None, help="model folder (default: models/default)")
+    st.add_argument("--json", required=True, help="where to write the result JSON")
+    st.add_argument("--limit", type=int, default=500, help="answers to time (default 500)")
     ft = sub.add_parser("fit", help="time to fit a method on all of a dataset (as `evqual train`)")
     ft.add_argument("--data", default=None, help="dataset path (default: the embedded sample)")
     ft.add_argument("--method", default="evqual")
     ft.add_argument("--json", required=True, help="where to write the result JSON")
     args = ap.parse_args(argv)
 
-    from evqual.bench import bench_featurize, bench_fit, bench_score, pin_one_core
+    from evqual.bench import bench_featurize, bench_fit, bench_score, bench_stages, pin_one_core
 
     if args.command == "fit":
         result = bench_fit(args.data, args.method)  # both cores, as `evqual train` runs
@@ -48,6 +54,8 @@ def main(argv=None) -> int:
         pin_one_core()
         if args.command == "score":
             result = bench_score(args.data, args.model, limit=args.limit)
+        elif args.command == "stages":
+            result = bench_stages(args.data, args.model, limit=args.limit)
         else:
             result = bench_featurize(args.data, entity_backend=args.entity_backend, repeat=args.repeat)
     with open(args.json, "w", encoding="utf-8") as fh:
