@@ -323,3 +323,38 @@ def test_iter_records_ragtruth_unknown_source(tmp_path):
     got = list(iter_records(tmp_path))
     assert got[0][1].id == "r1" and got[0][1].task_type == "QA"
     assert got[1][1] is None and got[1][2][0].code == "E106" and got[1][2][0].line == 2
+
+
+# ---------------------------------------------------------------- JSON round trip, as a property
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from evqual.scoring import Citation, ModelInfo, Reason, SentenceResult, SpanResult  # noqa: E402
+
+_text = st.text(max_size=40)
+_prob = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
+_detail = st.dictionaries(st.text(min_size=1, max_size=8),
+                          st.one_of(_text, st.integers(-10**6, 10**6), _prob, st.lists(_text, max_size=3)),
+                          max_size=3)
+_sentences = st.lists(st.builds(
+    SentenceResult, index=st.integers(0, 50), start=st.integers(0, 500), end=st.integers(0, 500), text=_text,
+    risk=_prob, flagged=st.booleans(),
+    evidence=st.one_of(st.none(), st.builds(Citation, chunk_id=_text, chunk_index=st.integers(0, 9),
+                                            start=st.integers(0, 99), end=st.integers(0, 99), text=_text,
+                                            support=_prob)),
+    reasons=st.lists(st.builds(Reason, code=st.sampled_from(sorted(REASONS)), text=_text, details=_detail),
+                     max_size=3).map(tuple),
+    explanation=_text), max_size=3).map(tuple)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.builds(ScoreResult, id=_text, risk=_prob, flagged=st.booleans(),
+                 decision=st.sampled_from(["show", "warn", "regenerate", "abstain", "escalate"]), threshold=_prob,
+                 output=_text, query=_text, task_type=st.one_of(st.none(), _text), verify=st.booleans(),
+                 topics=st.lists(_text, max_size=3).map(tuple), sensitive=st.booleans(), sentences=_sentences,
+                 spans=st.lists(st.builds(SpanResult, start=st.integers(0, 99), end=st.integers(0, 99), text=_text,
+                                          risk=_prob, sentence=st.integers(-1, 9)), max_size=3).map(tuple),
+                 model=st.builds(ModelInfo, name=_text, method=_text, version=_text, sha256=_text,
+                                 entity_backend=_text)))
+def test_json_round_trip_property(result):
+    assert ScoreResult.from_json(result.to_json()) == result

@@ -49,7 +49,11 @@ class Citation:
 
 @dataclass(frozen=True)
 class Reason:
-    """One support gap: a stable code (see :data:`evqual.explain.REASONS`), its sentence and details."""
+    """One support gap: a stable code (see :data:`evqual.explain.REASONS`), its sentence and details.
+
+    ``details`` holds JSON values only (strings, numbers, booleans, lists,
+    objects), so that a result survives its JSON round trip unchanged.
+    """
 
     code: str
     text: str
