@@ -358,3 +358,20 @@ _sentences = st.lists(st.builds(
                                  entity_backend=_text)))
 def test_json_round_trip_property(result):
     assert ScoreResult.from_json(result.to_json()) == result
+
+
+def test_response_level_method_points_at_the_sentence_with_most_gaps():
+    from evqual.data import load_sample
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        det = Detector("evidence-lr").fit(load_sample())
+    r = det.score(query="When did the bridge open?", context=["The bridge opened in 1932 after six years of work."],
+                  output="The bridge opened in 1932. Joseph Strauss built it with 69 million dollars in 1930.",
+                  policy=Policy(general_threshold=0.0, sensitive_threshold=0.0, escalate_band=None))
+    assert r.flagged and r.spans == ()
+    flagged = [s for s in r.sentences if s.flagged]
+    assert [s.index for s in flagged] == [1] and flagged[0].evidence is not None
+    assert "riskiest sentence" in flagged[0].explanation
+    assert {x.code for x in flagged[0].reasons} >= {"NUMBER_UNSUPPORTED"} or \
+        {x.code for x in flagged[0].reasons} >= {"NUMBER_CONFLICT"}

@@ -45,7 +45,7 @@ from ..scoring._result import Citation, Reason
 from ..text import STOP_WORDS, extract_numbers
 from ..text._tokens import TOKEN_PATTERN
 
-__all__ = ["REASONS", "ReasonCode", "sentence_reasons", "citation_for", "explanation_text", "LOW_SUPPORT_ECS"]
+__all__ = ["REASONS", "ReasonCode", "sentence_reasons", "model_risk_reason", "citation_for", "explanation_text", "LOW_SUPPORT_ECS"]
 
 LOW_SUPPORT_ECS = 0.35
 _TOKEN_RE = re.compile(TOKEN_PATTERN)
@@ -89,6 +89,11 @@ REASONS: dict[str, ReasonCode] = {r.code: r for r in (
 
 def _reason(code: str, **details) -> Reason:
     return Reason(code, REASONS[code].template.format(**details), details)
+
+
+def model_risk_reason(risk: float) -> Reason:
+    """``MODEL_RISK``: the sentence is flagged by the model without a specific support gap."""
+    return _reason("MODEL_RISK", risk=float(risk))
 
 
 def citation_for(example, analysis, i: int) -> Citation | None:
@@ -204,7 +209,7 @@ def sentence_reasons(example, analysis, i: int, *, risk: float | None = None) ->
         if cov >= 0.5:
             out.append(_reason("REFUSAL_WITH_CONTEXT", query_coverage=cov))
     if not out and risk is not None:
-        out.append(_reason("MODEL_RISK", risk=float(risk)))
+        out.append(model_risk_reason(risk))
     return out
 
 

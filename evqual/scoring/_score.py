@@ -7,14 +7,16 @@ Which sentences are *flagged*: every sentence whose sentence risk reaches
 the detector's validation-tuned sentence threshold, and every sentence holding
 a predicted span; when the answer itself is flagged but no sentence is, its
 riskiest sentence is (so a flagged answer always points at a sentence and
-cites its evidence: forced citation).
+cites its evidence: forced citation).  For methods that score whole responses
+only, sentence risks are 0 and that sentence is the one with the most support
+gaps.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..explain._reasons import citation_for, explanation_text, sentence_reasons
+from ..explain._reasons import citation_for, explanation_text, model_risk_reason, sentence_reasons
 from ._policy import Policy
 from ._result import ModelInfo, ScoreResult, SentenceResult, SpanResult
 
@@ -105,16 +107,18 @@ def score_examples(detector, examples, *, policy: Policy | None = None) -> list[
             if j >= 0:
                 holds_span[j] = True
             span_results.append(SpanResult(s, e, ex.output[s:e], float(r), j))
+        gaps = [sentence_reasons(ex, an, i) for i in range(len(offsets))]
         by_risk = srisk >= sthr if len(offsets) else np.zeros(0, dtype=bool)
         flagged = by_risk | holds_span
         top = -1
         if decision.flagged and len(offsets) and not flagged.any():
-            top = int(np.argmax(srisk))
+            # the riskiest sentence; for a method that scores whole responses only, the one with most gaps
+            top = int(np.argmax(srisk)) if sent_risks is not None else int(np.argmax([len(g) for g in gaps]))
             flagged[top] = True
         sentences = []
         for i, (s, e) in enumerate(offsets):
             r = float(srisk[i])
-            reasons = sentence_reasons(ex, an, i, risk=r if flagged[i] else None)
+            reasons = gaps[i] if gaps[i] or not flagged[i] else [model_risk_reason(r)]
             cite = citation_for(ex, an, i)
             why = "risk" if by_risk[i] else "span" if holds_span[i] else "top" if i == top else "risk"
             sentences.append(SentenceResult(i, s, e, ex.output[s:e], r, bool(flagged[i]), cite, tuple(reasons),
