@@ -106,3 +106,38 @@ def test_deterministic_repeat(query, context, output):
     assert fz.transform([ex]).tobytes() == fz.transform([ex]).tobytes()
     fz2 = EvidenceFeaturizer().fit([ex])
     assert fz2.transform([ex, ex])[0].tobytes() == fz2.transform([ex])[0].tobytes()
+
+
+# ---------------------------------------------------------------- token features (span tagger)
+@SETTINGS
+@given(ctx=sentences, out=sentences, punct=st.lists(st.sampled_from([", ", "; ", " (", ") ", " - "]), max_size=3),
+       raw=any_text)
+def test_token_block_properties(ctx, out, punct, raw):
+    from evqual.features import TOKEN_FEATURE_NAMES, token_block
+    from evqual.features._analysis import analyze
+    from evqual.text import token_spans
+
+    output = " ".join(out) + "".join(punct) + raw
+    ex = make_example(query="What happened?", context=" ".join(ctx), output=output)
+    an = analyze(ex, None)
+    spans = [(0, min(5, len(output)))] if output else []
+    block = token_block(output, an, spans)
+    V = block.values
+    col = {n: i for i, n in enumerate(TOKEN_FEATURE_NAMES)}
+    assert V.shape == (len(block.offsets), len(TOKEN_FEATURE_NAMES)) and np.isfinite(V).all()
+    # the tokens are the output's tokens inside sentences, in order, each inside its sentence
+    inside = [(s, e) for s, e, _ in token_spans(output) if any(a <= s and e <= b for a, b in an.offsets)]
+    assert [tuple(o) for o in block.offsets.tolist()] == inside
+    for (s, e), i in zip(block.offsets.tolist(), block.sentence.tolist()):
+        a, b = an.offsets[i]
+        assert a <= s < e <= b
+    # novel implies content and absent from the context; shares lie in [0, 1]
+    assert (V[V[:, col["tok.novel"]] == 1, col["tok.content"]] == 1).all()
+    assert (V[V[:, col["tok.novel"]] == 1, col["tok.in_context"]] == 0).all()
+    for name in ("tok.window3", "tok.window8", "tok.clause_novel", "tok.clause_near", "tok.pos_sentence",
+                 "tok.pos_response", "tok.clause_pos"):
+        assert ((V[:, col[name]] >= 0) & (V[:, col[name]] <= 1)).all(), name
+    assert (V[:, col["tok.dist_novel"]][V[:, col["tok.novel"]] == 1] == 0).all()
+    # labels: a token is positive exactly when it overlaps a gold span
+    want = [int(any(s < ge and e > gs for gs, ge in spans)) for s, e in block.offsets.tolist()]
+    assert block.labels.tolist() == want

@@ -96,6 +96,14 @@ def _inside(offsets: list, mentions) -> np.ndarray:
     return out
 
 
+def _segment_window_share(flags: np.ndarray, seg_start: np.ndarray, seg_end: np.ndarray, w: int) -> np.ndarray:
+    """Share of ``flags`` within ``w`` positions either side, not crossing segment bounds."""
+    idx = np.arange(len(flags))
+    csum = np.concatenate([[0.0], np.cumsum(flags, dtype=np.float64)])
+    lo, hi = np.maximum(idx - w, seg_start), np.minimum(idx + w + 1, seg_end)
+    return (csum[hi] - csum[lo]) / (hi - lo)
+
+
 def token_block(output: str, analysis, spans=None) -> TokenBlock:
     """Token features of ``output`` from its :class:`~evqual.features._analysis.Analysis`.
 
@@ -106,6 +114,8 @@ def token_block(output: str, analysis, spans=None) -> TokenBlock:
     spans : iterable of (start, end), optional
         Gold character spans; a token is labelled 1 when it overlaps one.
     """
+    # every feature is computed over the whole output at once; windows, runs and clauses stay
+    # within a sentence (segment bounds per token)
     index = analysis.index
     vocab, qv = index.vocab, analysis.query_vocab
     bigrams = index.bigrams
@@ -118,99 +128,124 @@ def token_block(output: str, analysis, spans=None) -> TokenBlock:
     n_sent = max(len(sentences), 1)
     stop = STOP_WORDS
 
-    rows: list[np.ndarray] = []
-    all_offsets: list[tuple[int, int]] = []
-    sent_of: list[int] = []
+    starts, ends, raws, sent = [], [], [], []
     for i, (s, e) in enumerate(sentences):
-        toks = [(m.start(), m.end(), m.group()) for m in _TOKEN_RE.finditer(output, s, e)]
-        n = len(toks)
-        if not n:
-            continue
+        for m in _TOKEN_RE.finditer(output, s, e):
+            starts.append(m.start())
+            ends.append(m.end())
+            raws.append(m.group())
+            sent.append(i)
+    n = len(raws)
+    width = len(TOKEN_FEATURE_NAMES)
+    if not n:
+        labels = gold = None
+        if spans is not None:
+            gold = tuple((int(s), int(e)) for s, e in spans)
+            labels = np.zeros(0, dtype=np.int8)
+        return TokenBlock(np.zeros((0, width), dtype=np.float32), np.zeros((0, 2), dtype=np.int64),
+                          np.zeros(0, dtype=np.int64), labels, gold)
+    sent_a = np.asarray(sent, dtype=np.int64)
+    # per-token segment bounds (first token index of its sentence, one past its last)
+    first = np.flatnonzero(np.r_[True, sent_a[1:] != sent_a[:-1]])
+    seg_len = np.diff(np.r_[first, n])
+    seg_start = np.repeat(first, seg_len)
+    seg_end = seg_start + np.repeat(seg_len, seg_len)
+    idx = np.arange(n)
+
+    near_sets = {}
+    for i in set(sent):
         k = nearest[i] if i < len(nearest) else -1
-        near = index.chunk_negation(k)[1] if k >= 0 else set()
-        V = np.zeros((n, len(TOKEN_FEATURE_NAMES)), dtype=np.float32)
-        raws = [t for _, _, t in toks]
-        low = [t.lower() for t in raws]
-        content = [t not in stop for t in low]
-        tids = [vocab.get(t) if c else None for t, c in zip(low, content)]
-        novel = [c and tid is None and t not in qv for t, c, tid in zip(low, content, tids)]
-        V[:, 0] = content
-        V[:, 1] = [(tid is not None) if c else True for c, tid in zip(content, tids)]
-        V[:, 2] = [t in qv for t in low]
-        V[:, 3] = novel
-        idf, idf_novel = index.idf_tfidf, index.idf_tfidf_novel
-        V[:, 4] = [((idf[tid] if tid is not None else idf_novel) / idf_scale) if c else 0.0
-                   for c, tid in zip(content, tids)]
-        in_near = [(t in near) if c else True for t, c in zip(low, content)]
-        V[:, 5] = in_near
-        V[:, 6] = [c and tid is not None and not nr for c, tid, nr in zip(content, tids, in_near)]
-        content_pos = [j for j, c in enumerate(content) if c]
-        for a, b in zip(content_pos, content_pos[1:]):
-            V[b, 7] = (low[a], low[b]) not in bigrams
-        for j in content_pos:
-            opp = ANTONYMS.get(low[j])
-            if opp and not in_near[j] and any(o in near for o in opp):
-                V[j, 18] = 1.0
-        V[1:, 16] = [r[:1].isupper() for r in raws[1:]]
-        V[:, 17] = [not r.isalpha() for r in raws]
-        V[:, 19] = np.arange(n) / max(n - 1, 1)
-        V[:, 21] = np.minimum([len(r) for r in raws], 20)
-        # next-bigram novelty: the previous-bigram flag of the next content token
-        for a, b in zip(content_pos, content_pos[1:]):
-            V[a, 8] = V[b, 7]
-        # runs of novel content tokens (stop words neither break nor extend a run)
-        run_start = 0
-        while run_start < len(content_pos):
-            run_end = run_start
-            if novel[content_pos[run_start]]:
-                while run_end + 1 < len(content_pos) and novel[content_pos[run_end + 1]]:
-                    run_end += 1
-                length = run_end - run_start + 1
-                for p in content_pos[run_start:run_end + 1]:
-                    V[p, 9] = length
-            run_start = run_end + 1
-        nov = np.asarray(novel, dtype=np.float32)
-        csum = np.concatenate([[0.0], np.cumsum(nov)])
-        idx = np.arange(n)
-        for col, w in ((10, 3), (11, 8)):
-            lo, hi = np.maximum(idx - w, 0), np.minimum(idx + w + 1, n)
-            V[:, col] = (csum[hi] - csum[lo]) / (hi - lo)
-        if nov.any():
-            where = np.flatnonzero(nov)
-            pos = np.searchsorted(where, idx)
-            left = np.where(pos > 0, idx - where[np.maximum(pos - 1, 0)], 99)
-            right = np.where(pos < len(where), where[np.minimum(pos, len(where) - 1)] - idx, 99)
-            V[:, 12] = np.minimum(np.minimum(np.abs(left), np.abs(right)), 20)
-        else:
-            V[:, 12] = 20
-        offs = [(a, b) for a, b, _ in toks]
-        V[:, 13] = _inside(offs, numbers[i] if i < len(numbers) else ())
-        V[:, 14] = _inside(offs, unsup_numbers[i] if i < len(unsup_numbers) else ())
-        V[:, 15] = _inside(offs, unsup_ents[i] if i < len(unsup_ents) else ())
-        V[:, 20] = i / max(n_sent - 1, 1)
-        # clauses: token runs between punctuation breaks (commas, semicolons, brackets, dashes, quotes)
-        clause = np.zeros(n, dtype=np.int64)
-        for j in range(1, n):
-            clause[j] = clause[j - 1] + (_CLAUSE_BREAK.search(output, toks[j - 1][1], toks[j][0]) is not None)
-        n_clauses = int(clause[-1]) + 1
-        cont = np.asarray(content, dtype=np.float64)
-        c_total = np.bincount(clause, weights=cont, minlength=n_clauses)
-        c_novel = np.bincount(clause, weights=nov.astype(np.float64), minlength=n_clauses)
-        c_near = np.bincount(clause, weights=cont * np.asarray(in_near, dtype=np.float64), minlength=n_clauses)
-        safe = np.maximum(c_total, 1.0)
-        V[:, 22] = (c_novel / safe)[clause]
-        V[:, 23] = np.where(c_total > 0, c_near / safe, 1.0)[clause]
-        V[:, 24] = np.minimum(np.bincount(clause, minlength=n_clauses), 40)[clause]
-        V[:, 25] = clause / max(n_clauses - 1, 1)
-        rows.append(V)
-        all_offsets.extend(offs)
-        sent_of.extend([i] * n)
-    values = np.vstack(rows) if rows else np.zeros((0, len(TOKEN_FEATURE_NAMES)), dtype=np.float32)
-    offsets = np.asarray(all_offsets, dtype=np.int64).reshape(-1, 2)
+        near_sets[i] = index.chunk_negation(k)[1] if k >= 0 else set()
+    low = [t.lower() for t in raws]
+    content = [t not in stop for t in low]
+    tids = [vocab.get(t) if c else None for t, c in zip(low, content)]
+    novel = [c and tid is None and t not in qv for t, c, tid in zip(low, content, tids)]
+    in_near = [(t in near_sets[i]) if c else True for t, c, i in zip(low, content, sent)]
+    idf, idf_novel = index.idf_tfidf, index.idf_tfidf_novel
+
+    V = np.zeros((n, width), dtype=np.float32)
+    V[:, 0] = content
+    V[:, 1] = [(tid is not None) if c else True for c, tid in zip(content, tids)]
+    V[:, 2] = [t in qv for t in low]
+    V[:, 3] = novel
+    V[:, 4] = [((idf[tid] if tid is not None else idf_novel) / idf_scale) if c else 0.0
+               for c, tid in zip(content, tids)]
+    V[:, 5] = in_near
+    V[:, 6] = [c and tid is not None and not nr for c, tid, nr in zip(content, tids, in_near)]
+    # bigram novelty between consecutive content tokens of one sentence
+    cpos = [j for j, c in enumerate(content) if c]
+    for a, b in zip(cpos, cpos[1:]):
+        if sent[a] == sent[b] and (low[a], low[b]) not in bigrams:
+            V[b, 7] = 1.0
+            V[a, 8] = 1.0
+    for j in cpos:
+        opp = ANTONYMS.get(low[j])
+        if opp and not in_near[j] and any(o in near_sets[sent[j]] for o in opp):
+            V[j, 18] = 1.0
+    V[:, 16] = [r[:1].isupper() for r in raws]
+    V[first, 16] = 0.0
+    V[:, 17] = [not r.isalpha() for r in raws]
+    V[:, 19] = (idx - seg_start) / np.maximum(seg_end - seg_start - 1, 1)
+    V[:, 21] = np.minimum([e - s for s, e in zip(starts, ends)], 20)
+    # runs of novel content tokens within a sentence (stop words neither break nor extend a run)
+    if cpos:
+        cp = np.asarray(cpos)
+        nov_c = np.asarray([novel[j] for j in cpos], dtype=bool)
+        sent_c = sent_a[cp]
+        brk = np.r_[True, (~nov_c[1:]) | (~nov_c[:-1]) | (sent_c[1:] != sent_c[:-1])]
+        run_id = np.cumsum(brk) - 1
+        run_len = np.bincount(run_id, weights=nov_c.astype(np.float64))
+        V[cp, 9] = np.where(nov_c, run_len[run_id], 0.0)
+    nov = np.asarray(novel, dtype=np.float64)
+    V[:, 10] = _segment_window_share(nov, seg_start, seg_end, 3)
+    V[:, 11] = _segment_window_share(nov, seg_start, seg_end, 8)
+    where = np.flatnonzero(nov)
+    if len(where):
+        pos = np.searchsorted(where, idx)
+        left_i = where[np.maximum(pos - 1, 0)]
+        right_i = where[np.minimum(pos, len(where) - 1)]
+        left = np.where((pos > 0) & (left_i >= seg_start), idx - left_i, 99)
+        # a novel token is its own nearest (distance 0): searchsorted puts it at pos
+        right = np.where((pos < len(where)) & (right_i < seg_end), right_i - idx, 99)
+        V[:, 12] = np.minimum(np.minimum(np.abs(left), np.abs(right)), 20)
+    else:
+        V[:, 12] = 20
+    offs = list(zip(starts, ends))
+    bounds = {int(sent_a[f]): (int(f), int(f + L)) for f, L in zip(first, seg_len)}
+    for col, mentions in ((13, numbers), (14, unsup_numbers), (15, unsup_ents)):
+        # a mention marks tokens of the sentence it was assigned to (as the per-sentence features do)
+        for i, ms in enumerate(mentions):
+            if ms and i in bounds:
+                a, b = bounds[i]
+                V[a:b, col] = _inside(offs[a:b], ms)
+    V[:, 20] = sent_a / max(n_sent - 1, 1)
+    # clauses: token runs between punctuation breaks, within a sentence
+    breaks = np.asarray([m.start() for m in _CLAUSE_BREAK.finditer(output)], dtype=np.int64)
+    st_a, en_a = np.asarray(starts, dtype=np.int64), np.asarray(ends, dtype=np.int64)
+    gap_break = np.zeros(n, dtype=bool)
+    if len(breaks) and n > 1:
+        # a break lies in [end of previous token, start of this token)
+        gap_break[1:] = np.searchsorted(breaks, st_a[1:]) > np.searchsorted(breaks, en_a[:-1])
+    new_clause = gap_break | (idx == seg_start)
+    clause = np.cumsum(new_clause) - 1
+    cont = np.asarray(content, dtype=np.float64)
+    n_cl = int(clause[-1]) + 1
+    c_total = np.bincount(clause, weights=cont, minlength=n_cl)
+    c_novel = np.bincount(clause, weights=nov, minlength=n_cl)
+    c_near = np.bincount(clause, weights=cont * np.asarray(in_near, dtype=np.float64), minlength=n_cl)
+    safe = np.maximum(c_total, 1.0)
+    V[:, 22] = (c_novel / safe)[clause]
+    V[:, 23] = np.where(c_total > 0, c_near / safe, 1.0)[clause]
+    V[:, 24] = np.minimum(np.bincount(clause, minlength=n_cl), 40)[clause]
+    # clause position within its sentence
+    first_clause = clause[seg_start]
+    last_clause = clause[seg_end - 1]
+    V[:, 25] = (clause - first_clause) / np.maximum(last_clause - first_clause, 1)
+    offsets = np.c_[st_a, en_a]
     labels = gold = None
     if spans is not None:
         gold = tuple((int(s), int(e)) for s, e in spans)
-        labels = np.zeros(len(offsets), dtype=np.int8)
+        labels = np.zeros(n, dtype=np.int8)
         for s, e in gold:
-            labels[(offsets[:, 0] < e) & (offsets[:, 1] > s)] = 1
-    return TokenBlock(values, offsets, np.asarray(sent_of, dtype=np.int64), labels, gold)
+            labels[(st_a < e) & (en_a > s)] = 1
+    return TokenBlock(V, offsets, sent_a, labels, gold)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from bisect import bisect_left
 from functools import lru_cache
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -111,19 +112,25 @@ def _first_word_keys(terms):
     return frozenset(exact), frozenset(prefixes), tuple(sorted({len(p) for p in prefixes}))
 
 
-def _count(pattern, text, starts) -> int:
-    """``len(pattern.findall(text))``, trying the pattern only at the words in ``starts`` (lower-cased)."""
+def _count(pattern, text, starts: frozenset) -> int:
+    """``len(pattern.findall(text))``, trying the pattern only where a word of ``starts`` begins."""
     n, end = 0, -1
-    for m in _WORD_RE.finditer(text):
+    for m in _finder(starts).finditer(text):
         start = m.start()
         if start < end:
             continue
-        if m.group().lower() in starts:
-            hit = pattern.match(text, start)
-            if hit:
-                n += 1
-                end = hit.end()
+        hit = pattern.match(text, start)
+        if hit:
+            n += 1
+            end = hit.end()
     return n
+
+
+@lru_cache(maxsize=256)
+def _finder(words: frozenset) -> re.Pattern:
+    """A regex finding the given (lower-cased) words as whole words, case-insensitively."""
+    return re.compile(r"(?<!\w)(?:" + "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+                      + r")(?!\w)", re.IGNORECASE)
 
 
 @lru_cache(maxsize=64)
@@ -262,13 +269,20 @@ class TopicTagger:
         # A term matches only where its first word is a word of the text: check that on the text's
         # distinct words first (cheap), and run a topic's regex only when it can match.
         words = set(_WORD_RE.findall(text.lower()))
+        ordered = None
         out = {}
         for name, pattern in self._patterns.items():
-            exact, prefixes, lengths = self._keys[name]
+            exact, prefixes, _ = self._keys[name]
             starts = words & exact
             if prefixes:
-                starts |= {w for w in words for k in lengths if w[:k] in prefixes}
-            out[name] = _count(pattern, text, starts) if starts else 0
+                if ordered is None:
+                    ordered = sorted(words)
+                for p in prefixes:  # words starting with p sit together in sorted order
+                    i = bisect_left(ordered, p)
+                    while i < len(ordered) and ordered[i].startswith(p):
+                        starts.add(ordered[i])
+                        i += 1
+            out[name] = _count(pattern, text, frozenset(starts)) if starts else 0
         return out
 
     def tag(self, query, context="") -> tuple:
