@@ -306,7 +306,8 @@ def test_fast_tree_and_text_paths_equal_scikit_learn():
     X[rng.random(X.shape) < 0.05] = np.nan  # missing values follow each split's learned direction
     y = (np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1]) ** 2 + rng.normal(0, 0.5, 400) > 1).astype(int)
     est = HistGradientBoostingClassifier(max_iter=60, max_leaf_nodes=15, random_state=0).fit(X, y)
-    np.testing.assert_allclose(hgb_proba(est, X[:50]), est.predict_proba(X[:50]), rtol=1e-10, atol=1e-12)
+    for n in (1, 50, 200):  # 200 x 60 (row, tree) pairs take the compacting path, fewer the fixed-step one
+        np.testing.assert_allclose(hgb_proba(est, X[:n]), est.predict_proba(X[:n]), rtol=1e-10, atol=1e-12)
     from evqual.models import _methods
 
     text = _methods._output_text_lr()

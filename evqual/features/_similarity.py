@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 
 import numpy as np
 from scipy import sparse
@@ -88,13 +88,12 @@ class ContextIndex:
             all_context_tokens.extend(all_toks)
             chunk_tokens.append(toks)
             n_tokens += len(all_toks)
-            counts: dict[int, int] = {}
-            for t in toks:
-                tid = vocab.get(t)
-                if tid is None:
-                    tid = vocab[t] = len(vocab)
-                counts[tid] = counts.get(tid, 0) + 1
-            indices.extend(counts.keys())
+            # Counter keeps first-appearance order, so ids and column order are as a token loop gives them
+            counts = Counter(toks)
+            for t in counts:
+                if t not in vocab:
+                    vocab[t] = len(vocab)
+            indices.extend(vocab[t] for t in counts)
             data.extend(counts.values())
             indptr.append(len(indices))
             dl.append(len(toks))

@@ -29,7 +29,7 @@ _CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 class _Compiled:
     __slots__ = ("feature", "threshold", "left", "right", "leaf", "value", "missing_left", "roots", "baseline",
-                 "depth")
+                 "depth", "left_loop", "right_loop", "threshold_loop", "feature_loop", "missing_loop")
 
     def __init__(self, est: HistGradientBoostingClassifier):
         feats, thr, left, right, leaf, value, miss, roots = [], [], [], [], [], [], [], []
@@ -56,6 +56,14 @@ class _Compiled:
         self.roots = np.asarray(roots, dtype=np.int64)
         self.baseline = float(np.asarray(est._baseline_prediction).ravel()[0])
         self.depth = depth
+        # leaves loop onto themselves (threshold +inf: always "left" = self), so that small batches can
+        # take a fixed number of steps without tracking which pairs are done
+        ids = np.arange(len(self.leaf))
+        self.left_loop = np.where(self.leaf, ids, self.left)
+        self.right_loop = np.where(self.leaf, ids, self.right)
+        self.threshold_loop = np.where(self.leaf, np.inf, self.threshold)
+        self.feature_loop = np.where(self.leaf, 0, self.feature)
+        self.missing_loop = np.where(self.leaf, True, self.missing_left)
 
     def raw(self, X: np.ndarray) -> np.ndarray:
         """Raw scores: every (row, tree) pair walks down at once; pairs leave the arrays at their leaf."""
@@ -66,6 +74,14 @@ class _Compiled:
         has_nan = bool(np.isnan(Xf).any())
         node = np.tile(self.roots, n)
         base = np.repeat(np.arange(n, dtype=np.int64) * n_features, T)
+        if n * T <= _LOOP_PAIRS:
+            for _ in range(self.depth):
+                x = Xf[base + self.feature_loop[node]]
+                go_left = x <= self.threshold_loop[node]
+                if has_nan:
+                    go_left = np.where(np.isnan(x), self.missing_loop[node], go_left)
+                node = np.where(go_left, self.left_loop[node], self.right_loop[node])
+            return self.value[node].reshape(n, T).sum(axis=1) + self.baseline
         pos = np.arange(n * T)
         final = np.empty(n * T, dtype=np.int64)
         while len(node):
@@ -82,6 +98,9 @@ class _Compiled:
                 go_left = np.where(np.isnan(x), self.missing_left[node], go_left)
             node = np.where(go_left, self.left[node], self.right[node])
         return self.value[final].reshape(n, T).sum(axis=1) + self.baseline
+
+
+_LOOP_PAIRS = 4096  # (row, tree) pairs up to which every pair takes every step (fewer numpy calls)
 
 
 def _compiled(est):
