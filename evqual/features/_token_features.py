@@ -104,7 +104,7 @@ def _segment_window_share(flags: np.ndarray, seg_start: np.ndarray, seg_end: np.
     return (csum[hi] - csum[lo]) / (hi - lo)
 
 
-def token_block(output: str, analysis, spans=None) -> TokenBlock:
+def token_block(output: str, analysis, spans=None, *, only_sentences=None) -> TokenBlock:
     """Token features of ``output`` from its :class:`~evqual.features._analysis.Analysis`.
 
     Parameters
@@ -113,6 +113,9 @@ def token_block(output: str, analysis, spans=None) -> TokenBlock:
     analysis : Analysis
     spans : iterable of (start, end), optional
         Gold character spans; a token is labelled 1 when it overlaps one.
+    only_sentences : boolean array, optional
+        Only the tokens of these sentences (every feature stays within a
+        sentence, so their values do not change).
     """
     # every feature is computed over the whole output at once; windows, runs and clauses stay
     # within a sentence (segment bounds per token)
@@ -129,7 +132,10 @@ def token_block(output: str, analysis, spans=None) -> TokenBlock:
     stop = STOP_WORDS
 
     starts, ends, raws, sent = [], [], [], []
-    for i, (s, e) in enumerate(sentences):
+    keep = only_sentences
+    for i, (s, e) in enumerate(analysis.offsets):
+        if keep is not None and not keep[i]:
+            continue
         for m in _TOKEN_RE.finditer(output, s, e):
             starts.append(m.start())
             ends.append(m.end())

@@ -283,7 +283,8 @@ class Detector:
         def best_threshold(token_probs):
             best = (0.5, -1.0)
             for th in _SPAN_GRID:
-                f = span_scores([tokens_to_spans(t.offsets, token_probs[i], th) for i, t in zip(keep, toks)],
+                f = span_scores([tokens_to_spans(t.offsets, token_probs[i], th, t.sentence)
+                                 for i, t in zip(keep, toks)],
                                 gold)["f1"]
                 if f > best[1]:
                     best = (float(th), f)
@@ -444,7 +445,8 @@ class Detector:
         probs = self.span_proba_frame(frame, sentence_risks)
         if probs is None:
             return None
-        return [tokens_to_spans(tok.offsets, p, self.span_threshold_) for tok, p in zip(frame[TOK], probs)]
+        return [tokens_to_spans(tok.offsets, p, self.span_threshold_, tok.sentence)
+                for tok, p in zip(frame[TOK], probs)]
 
     def _frame(self, examples):
         if not hasattr(self, "builder_"):

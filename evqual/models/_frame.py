@@ -99,6 +99,14 @@ class LiteFrame:
     def __len__(self) -> int:
         return len(self._values)
 
+    def set_column(self, name: str, values) -> None:
+        """Add or replace a non-numeric column (one value per row)."""
+        if len(values) != len(self):
+            raise ValueError(f"column {name!r} has {len(values)} values for {len(self)} rows")
+        if name not in self._info:
+            self.columns.append(name)
+        self._info[name] = list(values)
+
     def __getitem__(self, key):
         if isinstance(key, str):
             if key in self._info:

@@ -13,8 +13,9 @@ the output with a gradient-boosted classifier over
 trained on the tokens of RAGTruth's span annotations (a token is positive
 when it overlaps a gold span).  Tokens at or above a threshold (tuned on
 validation for character F1 by :class:`~evqual.models.Detector`) are merged
-into spans: consecutive flagged tokens form one span, from the first token's
-start to the last token's end; a span's risk is the mean of its tokens'.
+into spans: consecutive flagged tokens of one sentence form one span, from the
+first token's start to the last token's end; a span's risk is the mean of its
+tokens'.
 """
 
 from __future__ import annotations
@@ -31,34 +32,32 @@ from ._frame import SENT, TOK
 __all__ = ["SpanTagger", "tokens_to_spans", "project_sentences", "span_counts", "span_scores"]
 
 
-def tokens_to_spans(offsets: np.ndarray, risks: np.ndarray, threshold: float, max_gap: int = 0
+def tokens_to_spans(offsets: np.ndarray, risks: np.ndarray, threshold: float, sentence=None
                     ) -> list[tuple[int, int, float]]:
     """Merge runs of consecutive tokens with ``risk >= threshold`` into ``(start, end, mean risk)``.
 
-    ``max_gap`` bridges up to that many tokens below the threshold between two
-    flagged runs (they join the span).
+    With ``sentence`` (the sentence of each token), a run never crosses a
+    sentence boundary: spans stay within sentences.
 
     Examples
     --------
-    >>> tokens_to_spans(np.array([[0, 3], [4, 6], [7, 9], [10, 12]]), np.array([0.9, 0.7, 0.1, 0.8]), 0.5)
+    >>> offsets = np.array([[0, 3], [4, 6], [7, 9], [10, 12]])
+    >>> tokens_to_spans(offsets, np.array([0.9, 0.7, 0.1, 0.8]), 0.5)
     [(0, 6, 0.8), (10, 12, 0.8)]
-    >>> tokens_to_spans(np.array([[0, 3], [4, 6], [7, 9], [10, 12]]), np.array([0.9, 0.7, 0.1, 0.8]), 0.5, 1)
-    [(0, 12, 0.625)]
+    >>> tokens_to_spans(offsets, np.array([0.9, 0.7, 0.1, 0.8]), 0.5, sentence=np.array([0, 1, 1, 1]))
+    [(0, 3, 0.9), (4, 6, 0.7), (10, 12, 0.8)]
     """
     out = []
     on = np.asarray(risks) >= threshold
-    if max_gap > 0 and on.any():
-        idx = np.flatnonzero(on)
-        for a, b in zip(idx, idx[1:]):
-            if 1 < b - a <= max_gap + 1:
-                on[a + 1:b] = True
+    same = (np.ones(len(on), dtype=bool) if sentence is None
+            else np.r_[True, np.asarray(sentence)[1:] == np.asarray(sentence)[:-1]])
     j, n = 0, len(on)
     while j < n:
         if not on[j]:
             j += 1
             continue
         k = j
-        while k + 1 < n and on[k + 1]:
+        while k + 1 < n and on[k + 1] and same[k + 1]:
             k += 1
         out.append((int(offsets[j, 0]), int(offsets[k, 1]), round(float(np.mean(risks[j:k + 1])), 6)))
         j = k + 1
@@ -230,4 +229,4 @@ class SpanTagger(BaseEstimator):
     def predict_spans(self, frame, threshold: float, sentence_risks=None, *, gate: float = 0.0):
         """``(start, end, risk)`` spans per response."""
         probs = self.token_proba(frame, sentence_risks, gate=gate)
-        return [tokens_to_spans(tok.offsets, p, threshold) for tok, p in zip(frame[TOK], probs)]
+        return [tokens_to_spans(tok.offsets, p, threshold, tok.sentence) for tok, p in zip(frame[TOK], probs)]

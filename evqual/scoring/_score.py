@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..features._token_features import token_block
+from ..models._frame import TOK
 from ..explain._reasons import citation_for, explanation_text, model_risk_reason, sentence_reasons
 from ._policy import Policy
 from ._result import ModelInfo, ScoreResult, SentenceResult, SpanResult
@@ -86,10 +88,16 @@ def score_examples(detector, examples, *, policy: Policy | None = None) -> list[
         return []
     builder = detector.builder_
     tagger = getattr(detector, "span_tagger_", None)
-    frame, exs, analyses = builder.transform_with_analyses(examples, with_targets=False,
-                                                           with_tokens=tagger is not None, lite=True)
+    frame, exs, analyses = builder.transform_with_analyses(examples, with_targets=False, with_tokens=False,
+                                                           lite=True)
     risks, sent_risks = detector.predict_proba_and_sentences_frame(frame)
-    spans = detector.predict_spans_frame(frame, sent_risks) if tagger is not None else None
+    spans = None
+    if tagger is not None:
+        # token features only for the sentences the tagger's gate lets through (the others get no span)
+        gate = getattr(detector, "span_gate_", 0.0)
+        frame.set_column(TOK, [token_block(ex.output, an, only_sentences=np.asarray(sr) >= gate if gate > 0 else None)
+                               for ex, an, sr in zip(exs, analyses, sent_risks)])
+        spans = detector.predict_spans_frame(frame, sent_risks)
     sthr = detector.sentence_threshold_ if detector.sentence_threshold_ is not None else detector.threshold_
     info = model_info(detector)
     out = []
