@@ -451,8 +451,8 @@ class Detector:
     def _frame(self, examples):
         if not hasattr(self, "builder_"):
             raise ValueError("this Detector was fitted on frames; pass frames to *_frame methods.")
-        return self.builder_.transform(examples, with_targets=False,
-                                       with_tokens=getattr(self, "span_tagger_", None) is not None)
+        # risks need no token features (spans come from score / predict_spans_frame)
+        return self.builder_.transform(examples, with_targets=False, with_tokens=False)
 
     def predict_proba(self, examples) -> np.ndarray:
         """Calibrated risk that each example's output is hallucinated."""
