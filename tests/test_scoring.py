@@ -375,3 +375,16 @@ def test_response_level_method_points_at_the_sentence_with_most_gaps():
     assert "riskiest sentence" in flagged[0].explanation
     assert {x.code for x in flagged[0].reasons} >= {"NUMBER_UNSUPPORTED"} or \
         {x.code for x in flagged[0].reasons} >= {"NUMBER_CONFLICT"}
+
+
+def test_iter_records_names_the_invalid_source_line(tmp_path):
+    from evqual.data import iter_records
+
+    (tmp_path / "source_info.jsonl").write_text(
+        json.dumps({"source_id": "s1", "task_type": "QA", "source_info": {"question": "q?", "passages": "p"}}) + "\n"
+        + json.dumps({"source_id": "s2", "task_type": "Poetry", "source_info": "x"}) + "\n")
+    (tmp_path / "response.jsonl").write_text(json.dumps({"id": "r", "source_id": "s2", "response": "x",
+                                                         "labels": []}) + "\n")
+    (_, ex, issues), = list(iter_records(tmp_path))
+    assert ex is None and issues[0].code == "E106"
+    assert "line 2" in issues[0].message and "task_type" in issues[0].message

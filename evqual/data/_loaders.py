@@ -345,7 +345,9 @@ def iter_records(path):
     if not path.is_file():
         col.add("E109", path, None, None, "file not found")
         raise EvqualDataError(col.issues, n_ok=0)
-    col.issues.clear()  # source problems only matter for the rows that use them (E106)
+    # source problems matter only for the rows that use them: such a row gets E106, told about them
+    bad_sources = list(col.issues)
+    col.issues.clear()
     try:
         fh = open(path, "rb")
     except OSError as exc:
@@ -373,7 +375,14 @@ def iter_records(path):
                 col.add("E101", path, line_no, None, f"invalid JSON: {exc.msg} at column {exc.colno}")
             except _RowError:
                 ex = None
-            yield line_no, ex, list(col.issues[before:])
+            issues = list(col.issues[before:])
+            if bad_sources and any(i.code == "E106" for i in issues):
+                first = bad_sources[0]
+                note = (f" ({len(bad_sources)} line(s) of {src_path.name} are invalid, the first at line "
+                        f"{first.line}: {first.field or 'line'}: {first.message})")
+                issues = [i if i.code != "E106" else DataIssue(i.code, i.file, i.line, i.field, i.message + note,
+                                                                 i.unit) for i in issues]
+            yield line_no, ex, issues
 
 
 def load_ragtruth(path, *, strict: bool = False, splits=None, warn: bool = True) -> LoadResult:
