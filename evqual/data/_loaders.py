@@ -139,6 +139,22 @@ def _finish(result: LoadResult, warn: bool = True) -> LoadResult:
     return result
 
 
+def _parse_line(raw: bytes, path: Path, line_no: int, col: _Collector):
+    """The JSON object of one line, or ``None`` after recording why it is not one (E101)."""
+    try:
+        obj = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        col.add("E101", path, line_no, None, f"line is not valid UTF-8 ({exc.reason})")
+        return None
+    except json.JSONDecodeError as exc:
+        col.add("E101", path, line_no, None, f"invalid JSON: {exc.msg} at column {exc.colno}")
+        return None
+    if not isinstance(obj, dict):
+        col.add("E101", path, line_no, None, f"expected a JSON object, got {type(obj).__name__}")
+        return None
+    return obj
+
+
 def _iter_jsonl(path: Path, col: _Collector):
     """Yield ``(line_no, obj)`` for every parseable JSON-object line."""
     try:
@@ -150,20 +166,9 @@ def _iter_jsonl(path: Path, col: _Collector):
         for line_no, raw in enumerate(fh, start=1):
             if not raw.strip():
                 continue
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                col.add("E101", path, line_no, None, f"line is not valid UTF-8 ({exc.reason})")
-                continue
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as exc:
-                col.add("E101", path, line_no, None, f"invalid JSON: {exc.msg} at column {exc.colno}")
-                continue
-            if not isinstance(obj, dict):
-                col.add("E101", path, line_no, None, f"expected a JSON object, got {type(obj).__name__}")
-                continue
-            yield line_no, obj
+            obj = _parse_line(raw, path, line_no, col)
+            if obj is not None:
+                yield line_no, obj
 
 
 _TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "a boolean",
@@ -361,20 +366,13 @@ def iter_records(path):
                 col.add("E101", path, line_no, None, "blank line (no JSON object)")
                 yield line_no, None, list(col.issues[before:])
                 continue
-            try:
-                obj = json.loads(raw.decode("utf-8"))
-                if not isinstance(obj, dict):
-                    col.add("E101", path, line_no, None, f"expected a JSON object, got {type(obj).__name__}")
-                elif ragtruth:
-                    ex = _ragtruth_row(obj, sources, path, src_path, line_no, col)
-                else:
-                    ex = _generic_row(obj, path, line_no, col)
-            except UnicodeDecodeError as exc:
-                col.add("E101", path, line_no, None, f"line is not valid UTF-8 ({exc.reason})")
-            except json.JSONDecodeError as exc:
-                col.add("E101", path, line_no, None, f"invalid JSON: {exc.msg} at column {exc.colno}")
-            except _RowError:
-                ex = None
+            obj = _parse_line(raw, path, line_no, col)
+            if obj is not None:
+                try:
+                    ex = (_ragtruth_row(obj, sources, path, src_path, line_no, col) if ragtruth
+                          else _generic_row(obj, path, line_no, col))
+                except _RowError:
+                    ex = None
             issues = list(col.issues[before:])
             if bad_sources and any(i.code == "E106" for i in issues):
                 first = bad_sources[0]
