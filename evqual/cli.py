@@ -450,7 +450,7 @@ def cmd_explain(args) -> int:
     import warnings
 
     from .explain import write_report
-    from .scoring._stream import read_results, score_file
+    from .scoring._stream import parse_results, read_results, score_file
 
     if not args.html and not args.markdown:
         print("evqual explain: error: give --html FILE and/or --markdown FILE", file=sys.stderr)
@@ -484,16 +484,8 @@ def cmd_explain(args) -> int:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             _, n_bad = score_file(src, buf, det, policy=policy)
-        from .scoring import ScoreResult
-
-        results = []
-        for line in buf.getvalue().splitlines():
-            d = json.loads(line)
-            if "error" in d:
-                print(f"evqual explain: line {d['line']}: {d['error']}", file=sys.stderr)
-                continue
-            d.pop("line", None)
-            results.append(ScoreResult.from_dict(d))
+        results = parse_results(buf.getvalue().splitlines(), on_error=lambda d: print(
+            f"evqual explain: line {d['line']}: {d['error']}", file=sys.stderr))
     for target, fmt in ((args.html, "html"), (args.markdown, "markdown")):
         if target:
             Path(target).parent.mkdir(parents=True, exist_ok=True)

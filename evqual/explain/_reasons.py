@@ -45,7 +45,8 @@ from ..scoring._result import Citation, Reason
 from ..text import STOP_WORDS, extract_numbers
 from ..text._tokens import TOKEN_PATTERN
 
-__all__ = ["REASONS", "ReasonCode", "sentence_reasons", "model_risk_reason", "citation_for", "explanation_text", "LOW_SUPPORT_ECS"]
+__all__ = ["REASONS", "ReasonCode", "sentence_reasons", "model_risk_reason", "citation_for", "explanation_text",
+           "LOW_SUPPORT_ECS"]
 
 LOW_SUPPORT_ECS = 0.35
 _TOKEN_RE = re.compile(TOKEN_PATTERN)
@@ -142,17 +143,22 @@ def _novel_runs(output: str, s: int, e: int, vocab, query_vocab):
     return runs
 
 
-def sentence_reasons(example, analysis, i: int, *, risk: float | None = None) -> list[Reason]:
+_UNSET = object()
+
+
+def sentence_reasons(example, analysis, i: int, *, risk: float | None = None, citation=_UNSET) -> list[Reason]:
     """Every support gap of output sentence ``i``, in the order of :data:`REASONS`.
 
     ``risk`` (the model's sentence risk) only fills ``MODEL_RISK``'s text,
     which is added when no other gap is found; pass ``None`` to leave it out.
+    ``citation`` is the sentence's :func:`citation_for`, when the caller has it.
     """
     output = example.output
     s, e = analysis.offsets[i]
     sent = analysis.sentence
     index = analysis.index
-    citation = citation_for(example, analysis, i)
+    if citation is _UNSET:
+        citation = citation_for(example, analysis, i)
     chunk_id = citation.chunk_id if citation else "none"
     k = citation.chunk_index if citation else -1
     out: list[Reason] = []

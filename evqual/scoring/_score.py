@@ -95,7 +95,8 @@ def score_examples(detector, examples, *, policy: Policy | None = None) -> list[
     if tagger is not None:
         # token features only for the sentences the tagger's gate lets through (the others get no span)
         gate = getattr(detector, "span_gate_", 0.0)
-        frame.set_column(TOK, [token_block(ex.output, an, only_sentences=np.asarray(sr) >= gate if gate > 0 else None)
+        frame.set_column(TOK, [token_block(ex.output, an,
+                                           only_sentences=np.asarray(sr) >= gate if gate > 0 else None)
                                for ex, an, sr in zip(exs, analyses, sent_risks)])
         spans = detector.predict_spans_frame(frame, sent_risks)
     sthr = detector.sentence_threshold_ if detector.sentence_threshold_ is not None else detector.threshold_
@@ -115,7 +116,8 @@ def score_examples(detector, examples, *, policy: Policy | None = None) -> list[
             if j >= 0:
                 holds_span[j] = True
             span_results.append(SpanResult(s, e, ex.output[s:e], float(r), j))
-        gaps = [sentence_reasons(ex, an, i) for i in range(len(offsets))]
+        cites = [citation_for(ex, an, i) for i in range(len(offsets))]
+        gaps = [sentence_reasons(ex, an, i, citation=cites[i]) for i in range(len(offsets))]
         by_risk = srisk >= sthr if len(offsets) else np.zeros(0, dtype=bool)
         flagged = by_risk | holds_span
         top = -1
@@ -127,7 +129,7 @@ def score_examples(detector, examples, *, policy: Policy | None = None) -> list[
         for i, (s, e) in enumerate(offsets):
             r = float(srisk[i])
             reasons = gaps[i] if gaps[i] or not flagged[i] else [model_risk_reason(r)]
-            cite = citation_for(ex, an, i)
+            cite = cites[i]
             why = "risk" if by_risk[i] else "span" if holds_span[i] else "top" if i == top else "risk"
             sentences.append(SentenceResult(i, s, e, ex.output[s:e], r, bool(flagged[i]), cite, tuple(reasons),
                                             explanation_text(bool(flagged[i]), r, sthr, reasons, cite, why=why)))

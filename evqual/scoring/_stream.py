@@ -12,7 +12,7 @@ import json
 from ._audit import input_sha256
 from ._result import ScoreResult
 
-__all__ = ["score_file", "count_lines", "error_record", "read_results"]
+__all__ = ["score_file", "count_lines", "error_record", "parse_results", "read_results"]
 
 
 def count_lines(path) -> int:
@@ -112,19 +112,26 @@ def score_file(path, out, detector, *, policy=None, audit=None, progress=None, b
     return n_ok, n_bad
 
 
+def parse_results(lines, source: str = "<results>", on_error=None) -> list[ScoreResult]:
+    """Results from the lines ``evqual score`` writes; error records go to ``on_error(record)`` (or are skipped)."""
+    out = []
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{source}:{n}: invalid JSON: {exc.msg}") from None
+        if "error" in d:
+            if on_error is not None:
+                on_error(d)
+            continue
+        d.pop("line", None)
+        out.append(ScoreResult.from_dict(d))
+    return out
+
+
 def read_results(path) -> list[ScoreResult]:
     """Read an ``evqual score`` output file back (error records are skipped)."""
-    out = []
     with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                d = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{n}: invalid JSON: {exc.msg}") from None
-            if "error" in d:
-                continue
-            d.pop("line", None)
-            out.append(ScoreResult.from_dict(d))
-    return out
+        return parse_results(fh, str(path))
