@@ -4,7 +4,10 @@ Every command is a thin wrapper over a library function; ``main`` returns an
 exit status instead of calling ``sys.exit`` so that tests can call it.
 
 Exit status: 0 success, 1 data errors (bad rows: the good rows are still
-processed and written, the bad ones are listed on stderr), 2 usage errors.
+processed and written, the bad ones are listed on stderr), 2 usage errors
+(including an input, model, policy or output that cannot be opened: nothing
+was written), 3 the run stopped because an output could not be written (a full
+disk, a closed pipe; what was written before is complete and valid).
 """
 
 from __future__ import annotations
@@ -16,7 +19,39 @@ from pathlib import Path
 from ._version import __version__
 from .errors import EvqualDataError, MissingDependencyError
 
-EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_IO = 0, 1, 2, 3
+
+
+def _add_limit_options(parser) -> None:
+    """--max-output-chars and --max-context-chars, shared by every command that reads answers."""
+    from .data import DEFAULT_LIMITS
+
+    parser.add_argument("--max-output-chars", type=int, default=DEFAULT_LIMITS.max_output_chars, metavar="N",
+                        help=f"refuse (as a bad row) answers longer than N characters "
+                             f"(default {DEFAULT_LIMITS.max_output_chars:,}; 0 = no limit)")
+    parser.add_argument("--max-context-chars", type=int, default=DEFAULT_LIMITS.max_context_chars, metavar="N",
+                        help=f"refuse (as a bad row) contexts longer than N characters "
+                             f"(default {DEFAULT_LIMITS.max_context_chars:,}; 0 = no limit)")
+
+
+def _limits(args, command):
+    """The :class:`~evqual.data.Limits` of the command line; ``None`` after printing a usage error."""
+    from .data import Limits
+
+    values = {}
+    for name in ("max_output_chars", "max_context_chars"):
+        v = getattr(args, name)
+        if v < 0:
+            print(f"evqual {command}: error: --{name.replace('_', '-')} must be >= 0 (0 = no limit); got {v}",
+                  file=sys.stderr)
+            return None
+        values[name] = v or None
+    return Limits(**values)
+
+
+def _why(exc: BaseException) -> str:
+    """An OSError in words: its strerror when it has one."""
+    return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
 
 
 def _add_fit_options(parser) -> None:
@@ -65,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="drop spans flagged implicit_true from the targets")
     fz.add_argument("--strict", action="store_true", help="stop at the first bad row (exit 1)")
     fz.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    _add_limit_options(fz)
     fz.set_defaults(func=cmd_featurize)
 
     ev = sub.add_parser(
@@ -117,6 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--data", metavar="DIR_OR_FILE", help="dataset (default: the embedded sample)")
     pr.add_argument("--model", metavar="DIR", help="model folder (default: models/default)")
     pr.add_argument("--out", required=True, metavar="FILE", help="output .csv or .jsonl")
+    _add_limit_options(pr)
     pr.set_defaults(func=cmd_predict)
 
     sc = sub.add_parser(
@@ -135,6 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--audit-log", metavar="FILE", help="append one audit record per answer to this JSONL")
     sc.add_argument("--batch-size", type=int, default=16, metavar="N", help="answers featurized together (16)")
     sc.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    _add_limit_options(sc)
     sc.set_defaults(func=cmd_score)
 
     xp = sub.add_parser(
@@ -149,6 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     xp.add_argument("--model", metavar="DIR", help="model for raw answers (default: models/default)")
     xp.add_argument("--policy", metavar="FILE", help="decision policy TOML for raw answers")
     xp.add_argument("--title", default="evqual report", help="report title")
+    _add_limit_options(xp)
     xp.set_defaults(func=cmd_explain)
 
     me = sub.add_parser("methods", help="list the detection methods", description="List every method by name.")
@@ -183,8 +222,11 @@ def cmd_featurize(args) -> int:
         print(f"evqual featurize: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     kwargs = {"splits": args.split} if args.split else {}
+    limits = _limits(args, "featurize")
+    if limits is None:
+        return EXIT_USAGE
     try:
-        result, _ = _load(args.data, strict=args.strict, **kwargs)
+        result, _ = _load(args.data, strict=args.strict, limits=limits, **kwargs)
     except EvqualDataError as exc:
         print(f"evqual featurize: data error: {exc}", file=sys.stderr)
         return EXIT_DATA
@@ -194,12 +236,19 @@ def cmd_featurize(args) -> int:
     progress = None if args.no_progress else Progress(len(result), label="featurize")
     try:
         fz.fit(result)
-        df = fz.frame(result, exclude_implicit_true=args.exclude_implicit_true, progress=progress)
+        df, failed = _row_by_row_on_error(
+            lambda exs: fz.frame(exs, exclude_implicit_true=args.exclude_implicit_true,
+                                 progress=progress if len(exs) > 1 else None),
+            result, "featurizing")
     except MissingDependencyError as exc:
         print(f"evqual featurize: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    out.parent.mkdir(parents=True, exist_ok=True)
+    if failed:
+        import pandas as pd
+
+        df = pd.concat(df, ignore_index=True) if df else fz.frame([], exclude_implicit_true=True)
     try:
+        out.parent.mkdir(parents=True, exist_ok=True)
         if out.suffix.lower() == ".parquet":
             try:
                 df.to_parquet(out, index=False)
@@ -210,13 +259,41 @@ def cmd_featurize(args) -> int:
         else:
             df.to_csv(out, index=False)
     except OSError as exc:
-        print(f"evqual featurize: error: cannot write {out}: {exc}", file=sys.stderr)
-        return EXIT_DATA
+        print(f"evqual featurize: error: cannot write {out}: {_why(exc)}", file=sys.stderr)
+        return EXIT_IO
     print(f"evqual: wrote {len(df)} rows x {fz.n_features_out_} features to {out}", file=sys.stderr)
-    return EXIT_DATA if result.issues else EXIT_OK
+    return EXIT_DATA if result.issues or failed else EXIT_OK
 
 
-def _load(path, strict=False, **kwargs):
+def _row_by_row_on_error(fn, result, what: str):
+    """``(fn(examples), 0)``; when that raises, ``fn`` row by row: ``([outputs of good rows], n_failed)``.
+
+    A failing row is reported on stderr (E110, file and line) and left out; the others are kept."""
+    from .errors import DataIssue
+
+    examples = list(result)
+    try:
+        return fn(examples), 0
+    except MissingDependencyError:
+        raise
+    except Exception:  # noqa: BLE001 - find the row that fails, keep the others
+        pass
+    outputs, failed = [], 0
+    for ex in examples:
+        try:
+            outputs.append(fn([ex]))
+        except MissingDependencyError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            failed += 1
+            where, _, line = (ex.origin or "?").rpartition(":")
+            issue = DataIssue("E110", where or ex.origin or "?", int(line) if line.isdigit() else None, None,
+                              f"{what} failed (id {ex.id!r}): {type(exc).__name__}: {exc}"[:500])
+            print(f"evqual: {issue}", file=sys.stderr)
+    return outputs, failed
+
+
+def _load(path, strict=False, limits=None, **kwargs):
     """Load a dataset (default: the embedded sample); returns (result, label) or raises EvqualDataError.
 
     Bad rows are listed on stderr; extra keyword arguments go to the loader (``splits``)."""
@@ -229,7 +306,7 @@ def _load(path, strict=False, **kwargs):
         print(f"evqual: no --data given; using the embedded sample {data_path}", file=sys.stderr)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        result = load_data(data_path, strict=strict, **kwargs)
+        result = load_data(data_path, strict=strict, limits=limits, **kwargs)
     _report_issues(result)
     return result, str(data_path)
 
@@ -361,28 +438,43 @@ def cmd_predict(args) -> int:
     except ModelLoadError as exc:
         print(f"evqual predict: error: cannot load model: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    limits = _limits(args, "predict")
+    if limits is None:
+        return EXIT_USAGE
     try:
-        result, _ = _load(args.data)
+        result, _ = _load(args.data, limits=limits)
     except EvqualDataError as exc:
         print(f"evqual predict: data error: {exc}", file=sys.stderr)
         return EXIT_DATA
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        risk = det.predict_proba(result) if len(result) else []
+    import numpy as np
     import pandas as pd
 
-    df = pd.DataFrame({"id": [ex.id for ex in result], "task_type": [ex.task_type for ex in result],
+    def predict(exs):
+        return [(ex, float(r)) for ex, r in zip(exs, det.predict_proba(exs))]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rows, failed = _row_by_row_on_error(predict, result, "predicting") if len(result) else ([], 0)
+    if failed:
+        rows = [pair for part in rows for pair in part]
+    risk = np.array([r for _, r in rows], dtype=float)
+    kept = [ex for ex, _ in rows]
+    df = pd.DataFrame({"id": [ex.id for ex in kept], "task_type": [ex.task_type for ex in kept],
                        "risk": risk, "threshold": det.threshold_,
                        "flagged": [bool(r >= det.threshold_) for r in risk],
-                       "label": pd.array([ex.label for ex in result], dtype="Int64")})
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if out.suffix.lower() == ".csv":
-        df.to_csv(out, index=False)
-    else:
-        df.to_json(out, orient="records", lines=True)
+                       "label": pd.array([ex.label for ex in kept], dtype="Int64")})
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if out.suffix.lower() == ".csv":
+            df.to_csv(out, index=False)
+        else:
+            df.to_json(out, orient="records", lines=True)
+    except OSError as exc:
+        print(f"evqual predict: error: cannot write {out}: {_why(exc)}", file=sys.stderr)
+        return EXIT_IO
     print(f"evqual: {int(df['flagged'].sum())} of {len(df)} responses flagged by {det.method} "
           f"(threshold {det.threshold_:.3f}); wrote {out}", file=sys.stderr)
-    return EXIT_DATA if result.issues else EXIT_OK
+    return EXIT_DATA if result.issues or failed else EXIT_OK
 
 
 def _detector_and_policy(args, command):
@@ -405,15 +497,26 @@ def _detector_and_policy(args, command):
     return det, policy, None
 
 
+def _open_input(src: Path, command: str) -> bool:
+    """Whether ``src`` can be opened for reading (an error is printed when not)."""
+    try:
+        with open(src, "rb"):
+            pass
+    except OSError as exc:
+        print(f"evqual {command}: error: cannot read {src}: {_why(exc)}", file=sys.stderr)
+        return False
+    return True
+
+
 def cmd_score(args) -> int:
     import contextlib
     import warnings
 
     from ._progress import Progress
-    from .scoring import AuditLog
-    from .scoring._stream import count_lines, score_file
-
     from .data import sample_path
+    from .errors import EvqualDataError
+    from .scoring import AuditLog
+    from .scoring._stream import StreamAborted, count_lines, score_file
 
     src = Path(args.input) if args.input else sample_path() / "response.jsonl"
     if src.is_dir():
@@ -424,21 +527,50 @@ def cmd_score(args) -> int:
     if args.batch_size < 1:
         print(f"evqual score: error: --batch-size must be >= 1; got {args.batch_size}", file=sys.stderr)
         return EXIT_USAGE
+    limits = _limits(args, "score")
+    if limits is None or not _open_input(src, "score"):
+        return EXIT_USAGE
     det, policy, status = _detector_and_policy(args, "score")
     if det is None:
         return status
     progress = Progress(count_lines(src), "evqual score", enabled=False if args.no_progress else None)
-    with contextlib.ExitStack() as stack:
-        if args.out:
-            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-            out = stack.enter_context(open(args.out, "w", encoding="utf-8", newline="\n"))
-        else:
-            out = sys.stdout
-        audit = stack.enter_context(AuditLog(args.audit_log)) if args.audit_log else None
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            n_ok, n_bad = score_file(src, out, det, policy=policy, audit=audit, progress=progress,
-                                     batch_size=args.batch_size)
+    n_ok = n_bad = 0
+    try:
+        with contextlib.ExitStack() as stack:
+            # every output is opened before --out is truncated: a bad --audit-log leaves --out as it was
+            audit = None
+            if args.audit_log:
+                try:
+                    audit = stack.enter_context(AuditLog(args.audit_log))
+                except OSError as exc:
+                    hint = " (its folder must exist)" if isinstance(exc, FileNotFoundError) else ""
+                    print(f"evqual score: error: cannot open the audit log {args.audit_log}: {_why(exc)}{hint}",
+                          file=sys.stderr)
+                    return EXIT_USAGE
+            if args.out:
+                try:
+                    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+                    out = stack.enter_context(open(args.out, "w", encoding="utf-8", newline="\n"))
+                except OSError as exc:
+                    print(f"evqual score: error: cannot write {args.out}: {_why(exc)}", file=sys.stderr)
+                    return EXIT_USAGE
+            else:
+                out = sys.stdout
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                n_ok, n_bad = score_file(src, out, det, policy=policy, audit=audit, progress=progress,
+                                         batch_size=args.batch_size, limits=limits)
+    except StreamAborted as exc:
+        target = (args.out or "standard output") if exc.target == "output" else args.audit_log
+        print(f"evqual score: error: stopped: cannot write the {exc.target} {target} at input line {exc.line}: "
+              f"{_why(exc.cause)}; {exc.n_written} lines were written before it", file=sys.stderr)
+        return EXIT_IO
+    except EvqualDataError as exc:
+        print(f"evqual score: error: stopped: {exc.issues[0] if exc.issues else exc}", file=sys.stderr)
+        return EXIT_IO
+    except OSError as exc:  # closing --out (its last flush) failed
+        print(f"evqual score: error: cannot write {args.out or 'standard output'}: {_why(exc)}", file=sys.stderr)
+        return EXIT_IO
     print(f"evqual score: {n_ok} answers scored, {n_bad} lines failed"
           + (f"; wrote {args.out}" if args.out else ""), file=sys.stderr)
     return EXIT_DATA if n_bad else EXIT_OK
@@ -449,8 +581,9 @@ def cmd_explain(args) -> int:
     import json
     import warnings
 
-    from .explain import write_report
-    from .scoring._stream import parse_results, read_results, score_file
+    from .errors import EvqualDataError
+    from .explain import render_html, render_markdown
+    from .scoring._stream import StreamAborted, parse_results, read_results, score_file
 
     if not args.html and not args.markdown:
         print("evqual explain: error: give --html FILE and/or --markdown FILE", file=sys.stderr)
@@ -459,13 +592,16 @@ def cmd_explain(args) -> int:
     if not src.is_file():
         print(f"evqual explain: error: {args.input}: file not found", file=sys.stderr)
         return EXIT_USAGE
+    limits = _limits(args, "explain")
+    if limits is None or not _open_input(src, "explain"):
+        return EXIT_USAGE
     is_results = False
     with open(src, encoding="utf-8", errors="replace") as fh:
         for line in fh:
             if line.strip():
                 try:
                     first = json.loads(line)
-                except json.JSONDecodeError:
+                except (ValueError, RecursionError):
                     break
                 is_results = isinstance(first, dict) and ("decision" in first or "error" in first)
                 break
@@ -473,7 +609,7 @@ def cmd_explain(args) -> int:
     if is_results:
         try:
             results = read_results(src)
-        except (ValueError, TypeError, KeyError) as exc:
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
             print(f"evqual explain: error: {src}: not an `evqual score` output: {exc}", file=sys.stderr)
             return EXIT_USAGE
     else:
@@ -481,15 +617,32 @@ def cmd_explain(args) -> int:
         if det is None:
             return status
         buf = io.StringIO()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            _, n_bad = score_file(src, buf, det, policy=policy)
-        results = parse_results(buf.getvalue().splitlines(), on_error=lambda d: print(
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                _, n_bad = score_file(src, buf, det, policy=policy, limits=limits)
+        except (StreamAborted, EvqualDataError) as exc:
+            print(f"evqual explain: error: stopped: {exc}", file=sys.stderr)
+            return EXIT_IO
+        # one record per "\n": a line may hold U+2028, U+2029 or U+0085 inside its strings (str.splitlines
+        # would cut there)
+        results = parse_results(buf.getvalue().split("\n"), on_error=lambda d: print(
             f"evqual explain: line {d['line']}: {d['error']}", file=sys.stderr))
-    for target, fmt in ((args.html, "html"), (args.markdown, "markdown")):
+    for target, render in ((args.html, render_html), (args.markdown, render_markdown)):
         if target:
-            Path(target).parent.mkdir(parents=True, exist_ok=True)
-            write_report(results, target, fmt=fmt, title=args.title)
+            text = render(results, title=args.title)
+            try:
+                Path(target).parent.mkdir(parents=True, exist_ok=True)
+                fh = open(target, "w", encoding="utf-8")
+            except OSError as exc:  # nothing written
+                print(f"evqual explain: error: cannot write {target}: {_why(exc)}", file=sys.stderr)
+                return EXIT_USAGE
+            try:
+                with fh:
+                    fh.write(text)
+            except OSError as exc:  # a full disk: the report is incomplete
+                print(f"evqual explain: error: stopped: cannot write {target}: {_why(exc)}", file=sys.stderr)
+                return EXIT_IO
             print(f"evqual explain: {len(results)} answers; wrote {target}", file=sys.stderr)
     return EXIT_DATA if n_bad else EXIT_OK
 

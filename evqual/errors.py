@@ -17,6 +17,7 @@ E107      the file or folder layout is not one evqual can read
 E108      an id occurs twice in one file
 E109      the file cannot be read (missing, permission, encoding)
 E110      a valid row could not be scored (an internal error; ``evqual score``)
+E111      a row could not be read (an internal error while validating it)
 ========  ==============================================================
 
 Parameter errors raise plain :class:`ValueError` / :class:`TypeError` with
@@ -47,6 +48,7 @@ ERROR_CODES = {
     "E108": "duplicate id",
     "E109": "unreadable file",
     "E110": "scoring failed",
+    "E111": "row could not be read",
 }
 
 

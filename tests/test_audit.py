@@ -111,39 +111,48 @@ def test_append_mode_keeps_earlier_lines(tmp_path):
     assert [r["id"] for r in read_audit_log(path)] == ["first", "second"]
 
 
-def test_one_write_call_then_flush_and_fsync(tmp_path, monkeypatch):
-    synced = []
-    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd))
-    log = AuditLog(tmp_path / "audit.jsonl")
+def test_one_write_call_then_fsync(tmp_path, monkeypatch):
     calls = []
-
-    class Spy:
-        def __init__(self, f):
-            self.f = f
-
-        def write(self, text):
-            calls.append(("write", text))
-            return self.f.write(text)
-
-        def flush(self):
-            calls.append(("flush",))
-            self.f.flush()
-
-        def __getattr__(self, name):
-            return getattr(self.f, name)
-
-    log._file = Spy(log._file)
+    real_write = os.write
+    monkeypatch.setattr(os, "fsync", lambda fd: calls.append(("fsync",)))
+    log = AuditLog(tmp_path / "audit.jsonl")
+    monkeypatch.setattr(os, "write", lambda fd, data: calls.append(("write", bytes(data))) or real_write(fd, data))
     log.write(make_result())
     log.write_error(2, "bad")
-    assert [c[0] for c in calls] == ["write", "flush", "write", "flush"]
-    assert all(c[1].count("\n") == 1 and c[1].endswith("\n") for c in calls if c[0] == "write")
-    assert len(synced) == 2
+    assert [c[0] for c in calls] == ["write", "fsync", "write", "fsync"]
+    assert all(c[1].count(b"\n") == 1 and c[1].endswith(b"\n") for c in calls if c[0] == "write")
     log.close()
 
-    synced.clear()
+    calls.clear()
     with AuditLog(tmp_path / "nosync.jsonl", fsync=False) as log:
         log.write(make_result())
-    assert synced == []
+    assert [c[0] for c in calls] == ["write"]
+
+
+def test_failed_write_leaves_nothing_buffered(tmp_path, monkeypatch):
+    """A record whose write fails (a full disk) is not written later, out of order, by a buffer."""
+    path = tmp_path / "audit.jsonl"
+    real_write = os.write
+    log = AuditLog(path, fsync=False)
+
+    def full(fd, data):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "write", full)
+    with pytest.raises(OSError, match="No space"):
+        log.write(make_result("lost"))
+    monkeypatch.setattr(os, "write", real_write)
+    log.write(make_result("next"))
+    log.close()
+    assert [r["id"] for r in read_audit_log(path)] == ["next"]
+
+
+def test_audit_log_on_a_full_disk_raises(tmp_path):
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    with AuditLog("/dev/full", fsync=False) as log:
+        with pytest.raises(OSError):
+            log.write(make_result())
 
 
 def test_nan_risk_refused_before_writing(tmp_path):

@@ -418,3 +418,19 @@ def test_invalid_values_name_file(tmp_path, text, message):
 def test_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError):
         load_policy(tmp_path / "absent.toml")
+
+
+@pytest.mark.parametrize("depth", [10, 2000])
+def test_deeply_nested_policy_arrays_give_a_clear_error(tmp_path, depth):
+    # a 1,000-deep TOML array raised RecursionError out of load_policy
+    path = tmp_path / "deep.toml"
+    path.write_text("[thresholds]\ngeneral = " + "[" * depth + "]" * depth + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="nested"):
+        load_policy(path)
+
+
+def test_oversized_policy_file_is_refused(tmp_path):
+    path = tmp_path / "big.toml"
+    path.write_text("# " + "x" * (2 << 20) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="larger than"):
+        load_policy(path)

@@ -122,3 +122,14 @@ def test_spacy_entities():
     texts = {e.text for e in ents}
     assert "Gaza Strip" in texts and "Tim Cook" in texts
     assert all(e.label not in ("CARDINAL", "MONEY", "PERCENT") for e in ents)
+
+
+def test_numbers_of_any_length_are_normalised_in_linear_time():
+    # int() refused more than 4,300 digits (ValueError) and is quadratic below that
+    from evqual.text import extract_numbers, normalize_number
+
+    assert normalize_number("0" * 3 + "7" * 5000) == "7" * 5000
+    assert normalize_number("\u0663\u0664") == "34"  # non-ASCII decimal digits, as int() read them
+    assert normalize_number("000") == "0"
+    mentions = extract_numbers("Serial " + "9" * 100_000 + " was issued.")
+    assert [len(m.value) for m in mentions] == [100_000]

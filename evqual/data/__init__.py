@@ -9,6 +9,7 @@
 
 from ._chunking import TASK_QUERIES, chunk_context, derive_query, render_structured
 from ._frame import FRAME_COLUMNS, to_frame
+from ._limits import DEFAULT_LIMITS, Limits
 from ._loaders import (
     EvqualDataWarning,
     LoadResult,
@@ -26,11 +27,13 @@ from ._sample import load_sample, sample_path
 from ._targets import char_spans, kept_spans, merge_intervals, response_label, sentence_targets
 
 __all__ = [
+    "DEFAULT_LIMITS",
     "FRAME_COLUMNS",
     "TASK_QUERIES",
     "Chunk",
     "EvqualDataWarning",
     "Example",
+    "Limits",
     "LoadResult",
     "Span",
     "char_spans",

@@ -24,6 +24,7 @@ import json
 import re
 
 from ..text import split_sentences
+from ._json import MAX_DEPTH, LongInt, json_depth, loads_bounded
 from ._records import Chunk
 
 __all__ = ["chunk_context", "render_structured", "derive_query", "TASK_QUERIES"]
@@ -69,7 +70,12 @@ def _humanize(key: str) -> str:
 def _scalar(value) -> str:
     if isinstance(value, str):
         return " ".join(value.split())  # one line per chunk: fold new lines
-    return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, LongInt):
+        return value.text
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):  # a non-JSON value given through the Python API
+        return " ".join(str(value).split())
 
 
 def render_structured(record: dict) -> tuple[str, tuple[Chunk, ...]]:
@@ -91,6 +97,8 @@ def render_structured(record: dict) -> tuple[str, tuple[Chunk, ...]]:
     >>> [c.id for c in chunks]
     ['name', 'hours.Monday']
     """
+    if json_depth(record, MAX_DEPTH) > MAX_DEPTH:
+        raise ValueError(f"the context record is nested deeper than {MAX_DEPTH} levels")
     lines: list[tuple[str, str]] = []
 
     def walk(value, path: list[str], label: list[str]):
@@ -167,6 +175,9 @@ def chunk_context(context, task_type: str | None = None) -> tuple[str, tuple[Chu
     ------
     TypeError
         If ``context`` is none of the supported types.
+    ValueError
+        If a record (dict) is nested deeper than 64 levels (a string holding
+        such JSON is chunked as lines of text instead).
 
     Examples
     --------
@@ -191,8 +202,8 @@ def chunk_context(context, task_type: str | None = None) -> tuple[str, tuple[Chu
         stripped = context.strip()
         if stripped.startswith("{"):
             try:
-                record = json.loads(stripped)
-            except ValueError:
+                record = loads_bounded(stripped)
+            except ValueError:  # not JSON, or nested too deeply: chunked as lines of text
                 record = None
             if isinstance(record, dict):
                 return render_structured(record)

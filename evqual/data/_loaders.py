@@ -29,8 +29,7 @@ file, line and field.  With ``strict=True`` the first problem raises
 
 from __future__ import annotations
 
-import ast
-import json
+import csv
 import math
 import os
 import warnings
@@ -39,6 +38,8 @@ from pathlib import Path
 
 from ..errors import DataIssue, EvqualDataError
 from ._chunking import chunk_context, derive_query
+from ._json import DepthError, LongInt, check_value, loads_bounded, loads_literal
+from ._limits import DEFAULT_LIMITS, Limits
 from ._records import Example, Span
 
 __all__ = [
@@ -139,23 +140,58 @@ def _finish(result: LoadResult, warn: bool = True) -> LoadResult:
     return result
 
 
-def _parse_line(raw: bytes, path: Path, line_no: int, col: _Collector):
-    """The JSON object of one line, or ``None`` after recording why it is not one (E101)."""
-    try:
-        obj = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        col.add("E101", path, line_no, None, f"line is not valid UTF-8 ({exc.reason})")
+def _parse_line(raw: bytes | None, path: Path, line_no: int, col: _Collector, limits: Limits = DEFAULT_LIMITS):
+    """The JSON object of one line, or ``None`` after recording why it is not one (E101).
+
+    ``raw`` is ``None`` for a line longer than ``limits.max_line_bytes`` (skipped unread)."""
+    if raw is None:
+        col.add("E101", path, line_no, None, f"line is longer than {limits.max_line_bytes:,} bytes "
+                                              "(Limits.max_line_bytes); skipped")
         return None
-    except json.JSONDecodeError as exc:
-        col.add("E101", path, line_no, None, f"invalid JSON: {exc.msg} at column {exc.colno}")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        col.add("E101", path, line_no, None, f"line is not valid UTF-8 ({exc.reason} at byte {exc.start + 1})")
+        return None
+    try:
+        obj = loads_bounded(text)
+    except ValueError as exc:
+        if isinstance(exc, DepthError):
+            col.add("E101", path, line_no, exc.field, f"JSON {exc}")
+        elif hasattr(exc, "colno"):
+            col.add("E101", path, line_no, None, f"invalid JSON: {exc.msg} at column {exc.colno}")
+        else:
+            col.add("E101", path, line_no, None, f"invalid JSON: {exc}")
         return None
     if not isinstance(obj, dict):
-        col.add("E101", path, line_no, None, f"expected a JSON object, got {type(obj).__name__}")
+        col.add("E101", path, line_no, None, f"expected a JSON object, got {_type_name(obj)}")
         return None
     return obj
 
 
-def _iter_jsonl(path: Path, col: _Collector):
+def _type_name(value) -> str:
+    return "an integer literal too long to read" if isinstance(value, LongInt) else type(value).__name__
+
+
+def _raw_lines(fh, max_bytes: int | None):
+    """``(line_no, bytes)`` per line of a binary file; ``bytes`` is ``None`` for a line over ``max_bytes``.
+
+    A line over the cap is skipped in pieces, never held in memory whole."""
+    line_no = 0
+    while True:
+        raw = fh.readline() if max_bytes is None else fh.readline(max_bytes + 1)
+        if not raw:
+            return
+        line_no += 1
+        if max_bytes is not None and len(raw) > max_bytes and not raw.endswith(b"\n"):
+            while raw and not raw.endswith(b"\n"):
+                raw = fh.readline(1 << 20)
+            yield line_no, None
+            continue
+        yield line_no, raw
+
+
+def _iter_jsonl(path: Path, col: _Collector, limits: Limits = DEFAULT_LIMITS):
     """Yield ``(line_no, obj)`` for every parseable JSON-object line."""
     try:
         fh = open(path, "rb")
@@ -163,12 +199,42 @@ def _iter_jsonl(path: Path, col: _Collector):
         col.add("E109", path, None, None, f"cannot open file: {exc.strerror or exc}")
         return
     with fh:
-        for line_no, raw in enumerate(fh, start=1):
-            if not raw.strip():
+        for line_no, raw in _raw_lines(fh, limits.max_line_bytes):
+            if raw is not None and not raw.strip():
                 continue
-            obj = _parse_line(raw, path, line_no, col)
+            obj = _parse_line(raw, path, line_no, col, limits)
             if obj is not None:
                 yield line_no, obj
+
+
+def _check_fields(obj: dict, keys, col: _Collector, path, line, prefix: str = "", names=None) -> None:
+    """Record E103 and raise _RowError when a known field holds a value no field accepts.
+
+    (nesting deeper than the limit, an over-long integer literal, an unpaired surrogate); ``names``
+    maps a key to the name the user knows it by."""
+    for key in keys:
+        if key in obj:
+            problem = check_value(obj[key], f"{prefix}{(names or {}).get(key, key)}")
+            if problem is not None:
+                fld, _, message = problem.partition(": ")
+                col.add("E103", path, line, fld, message)
+                raise _RowError
+
+
+def _check_sizes(col: _Collector, path, line, limits: Limits, *, output, context, query) -> None:
+    over = limits.check_sizes(output=output, context=context, query=query)
+    if over is not None:
+        col.add("E103", path, line, over[0], over[1])
+        raise _RowError
+
+
+def _chunk(context, task, col: _Collector, path, line, fld: str):
+    """``chunk_context`` with its errors recorded as E103 on ``fld``."""
+    try:
+        return chunk_context(context, task)
+    except (TypeError, ValueError) as exc:
+        col.add("E103", path, line, fld, str(exc))
+        raise _RowError from None
 
 
 _TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "a boolean",
@@ -205,7 +271,16 @@ def _get(obj, key, types, col, path, line, *, required=True, nullable=False, pre
 
 
 def _describe(value) -> str:
-    text = repr(value)
+    if isinstance(value, LongInt):
+        return repr(value)
+    if isinstance(value, str) and len(value) > 40:
+        value = value[:40]  # never repr a long text whole
+    elif isinstance(value, (list, dict)) and len(value) > 8:
+        value = type(value)(list(value.items())[:8] if isinstance(value, dict) else value[:8])
+    try:
+        text = repr(value)
+    except RecursionError:  # pragma: no cover - values are depth-checked before
+        text = "..."
     if len(text) > 40:
         text = text[:37] + "..."
     return f"{type(value).__name__} {text}"
@@ -260,48 +335,71 @@ def _ragtruth_files(path: Path) -> tuple[Path, Path]:
     return path, path.with_name("source_info.jsonl")
 
 
-def _ragtruth_sources(src_path: Path, col: _Collector) -> dict[str, tuple]:
+def _ragtruth_sources(src_path: Path, col: _Collector, limits: Limits = DEFAULT_LIMITS) -> dict[str, tuple]:
     """``source_id`` -> (task, query, (context, chunks), line) of a ``source_info.jsonl``."""
     sources: dict[str, tuple] = {}
-    for line, obj in _iter_jsonl(src_path, col):
+    for line, obj in _iter_jsonl(src_path, col, limits):
         try:
-            sid = _get(obj, "source_id", (str, int), col, src_path, line)
-            task = _get(obj, "task_type", (str,), col, src_path, line)
-            if task not in RAGTRUTH_TASKS:
-                col.add("E103", src_path, line, "task_type", f"must be one of {RAGTRUTH_TASKS}; got {task!r}")
-                continue
-            info = _get(obj, "source_info", (str, dict), col, src_path, line)
-            question = None
-            if task == "QA":
-                if not isinstance(info, dict):
-                    col.add("E103", src_path, line, "source_info",
-                            "must be an object {question, passages} for QA")
-                    continue
-                question = _get(info, "question", (str,), col, src_path, line, prefix="source_info.")
-                passages = _get(info, "passages", (str, list), col, src_path, line, prefix="source_info.")
-                context_in = passages
-            elif task == "Summary":
-                if not isinstance(info, str):
-                    col.add("E103", src_path, line, "source_info", "must be the article text (a string) for Summary")
-                    continue
-                context_in = info
-            else:
-                context_in = info
+            _guarded(_ragtruth_source, col, src_path, line, obj, sources, src_path, line, col, limits)
         except _RowError:
             continue
-        sid = str(sid)
-        if sid in sources:
-            col.add("E108", src_path, line, "source_id", f"source_id {sid!r} already defined on line "
-                                                        f"{sources[sid][3]}")
-            continue
-        context, chunks = chunk_context(context_in, task)
-        sources[sid] = (task, derive_query(task, question), (context, chunks), line)
-
     return sources
 
 
-def _ragtruth_row(obj, sources, resp_path: Path, src_path: Path, line: int, col: _Collector) -> Example:
+def _ragtruth_source(obj, sources, src_path: Path, line: int, col: _Collector, limits: Limits) -> None:
+    """Add one ``source_info.jsonl`` line to ``sources`` (raises _RowError after recording the problem)."""
+    _check_fields(obj, ("source_id", "task_type", "source_info", "prompt"), col, src_path, line)
+    sid = _get(obj, "source_id", (str, int), col, src_path, line)
+    task = _get(obj, "task_type", (str,), col, src_path, line)
+    if task not in RAGTRUTH_TASKS:
+        col.add("E103", src_path, line, "task_type", f"must be one of {RAGTRUTH_TASKS}; got {task!r}")
+        raise _RowError
+    info = _get(obj, "source_info", (str, dict), col, src_path, line)
+    question = None
+    if task == "QA":
+        if not isinstance(info, dict):
+            col.add("E103", src_path, line, "source_info", "must be an object {question, passages} for QA")
+            raise _RowError
+        question = _get(info, "question", (str,), col, src_path, line, prefix="source_info.")
+        context_in = _get(info, "passages", (str, list), col, src_path, line, prefix="source_info.")
+        if isinstance(context_in, list):
+            for k, item in enumerate(context_in):
+                if not isinstance(item, str):
+                    col.add("E103", src_path, line, f"source_info.passages[{k}]",
+                            f"must be a string; got {_describe(item)}")
+                    raise _RowError
+    elif task == "Summary":
+        if not isinstance(info, str):
+            col.add("E103", src_path, line, "source_info", "must be the article text (a string) for Summary")
+            raise _RowError
+        context_in = info
+    else:
+        context_in = info
+    sid = str(sid)
+    if sid in sources:
+        col.add("E108", src_path, line, "source_id", f"source_id {sid!r} already defined on line {sources[sid][3]}")
+        raise _RowError
+    context, chunks = _chunk(context_in, task, col, src_path, line, "source_info")
+    _check_sizes(col, src_path, line, limits, output="", context=context, query=question)
+    sources[sid] = (task, derive_query(task, question), (context, chunks), line)
+
+
+def _guarded(fn, col: _Collector, path, line, *args):
+    """``fn(*args)``; an unexpected error becomes an E111 issue of the row (and _RowError), never a crash."""
+    try:
+        return fn(*args)
+    except (_RowError, EvqualDataError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - one row must never end a run
+        col.add("E111", path, line, None, f"could not read the row: {type(exc).__name__}: {str(exc)[:200]}")
+        raise _RowError from None
+
+
+def _ragtruth_row(obj, sources, resp_path: Path, src_path: Path, line: int, col: _Collector,
+                  limits: Limits = DEFAULT_LIMITS) -> Example:
     """One ``response.jsonl`` row to an Example (raises _RowError after recording the problem)."""
+    _check_fields(obj, ("id", "source_id", "response", "split", "model", "temperature", "quality", "labels"),
+                  col, resp_path, line)
     rid = _get(obj, "id", (str, int), col, resp_path, line)
     sid = _get(obj, "source_id", (str, int), col, resp_path, line)
     output = _get(obj, "response", (str,), col, resp_path, line)
@@ -310,6 +408,10 @@ def _ragtruth_row(obj, sources, resp_path: Path, src_path: Path, line: int, col:
     temp = _get(obj, "temperature", (float,), col, resp_path, line, required=False, nullable=True)
     quality = _get(obj, "quality", (str,), col, resp_path, line, required=False, nullable=True)
     labels = _get(obj, "labels", (list,), col, resp_path, line)
+    over = limits.check_sizes(output=output, context="", query=None)
+    if over is not None:
+        col.add("E103", resp_path, line, "response", over[1])
+        raise _RowError
     spans = _parse_spans(labels, output, col, resp_path, line)
     rid, sid = str(rid), str(sid)
     if sid not in sources:
@@ -321,15 +423,29 @@ def _ragtruth_row(obj, sources, resp_path: Path, src_path: Path, line: int, col:
                    quality=quality, spans=spans, label=int(bool(spans)), origin=f"{resp_path}:{line}")
 
 
-def iter_records(path):
+def iter_records(path, *, limits: Limits | None = None):
     """Stream a generic JSONL or a RAGTruth ``response.jsonl``, one item per line.
 
     Yields ``(line_no, example, issues)`` for *every* line, blank ones
     included: ``example`` is ``None`` when the line is bad (or blank), and
     ``issues`` then lists its :class:`~evqual.errors.DataIssue` (file, line,
     field, reason).  Nothing is skipped silently, so a caller can write
-    exactly one output per input line.  A RAGTruth file is recognised
-    by a ``source_info.jsonl`` beside it (read first, whole).
+    exactly one output per input line, and no line, however malformed, ends
+    the stream (an unexpected error becomes an E111 issue of its line).  A
+    RAGTruth file is recognised by a ``source_info.jsonl`` beside it (read
+    first, whole).
+
+    Parameters
+    ----------
+    path : str or Path
+    limits : Limits, optional
+        Size caps per row (default :data:`~evqual.data.DEFAULT_LIMITS`).
+
+    Raises
+    ------
+    EvqualDataError
+        (E109) Only when the file cannot be opened or read at all; the lines
+        yielded before a read error stay valid.
 
     Examples
     --------
@@ -340,13 +456,14 @@ def iter_records(path):
     [(1, True, []), (2, False, ['E101'])]
     >>> os.unlink(f.name)
     """
+    limits = DEFAULT_LIMITS if limits is None else limits
     path = Path(path)
     if path.is_dir():
         path = path / "response.jsonl"
     col = _Collector(strict=False)
     src_path = path.with_name("source_info.jsonl")
     ragtruth = src_path.is_file() and path.name != src_path.name
-    sources = _ragtruth_sources(src_path, col) if ragtruth else None
+    sources = _ragtruth_sources(src_path, col, limits) if ragtruth else None
     if not path.is_file():
         col.add("E109", path, None, None, "file not found")
         raise EvqualDataError(col.issues, n_ok=0)
@@ -359,18 +476,31 @@ def iter_records(path):
         col.add("E109", path, None, None, f"cannot open file: {exc.strerror or exc}")
         raise EvqualDataError(col.issues, n_ok=0) from None
     with fh:
-        for line_no, raw in enumerate(fh, start=1):
+        lines = _raw_lines(fh, limits.max_line_bytes)
+        line_no = 0
+        while True:
+            try:
+                item = next(lines, None)
+            except OSError as exc:
+                col.add("E109", path, line_no + 1, None, f"cannot read the file: {exc.strerror or exc}")
+                raise EvqualDataError(col.issues[-1:], n_ok=None) from None
+            if item is None:
+                return
+            line_no, raw = item
             before = len(col.issues)
             ex = None
-            if not raw.strip():
+            if raw is not None and not raw.strip():
                 col.add("E101", path, line_no, None, "blank line (no JSON object)")
                 yield line_no, None, list(col.issues[before:])
                 continue
-            obj = _parse_line(raw, path, line_no, col)
+            obj = _parse_line(raw, path, line_no, col, limits)
             if obj is not None:
                 try:
-                    ex = (_ragtruth_row(obj, sources, path, src_path, line_no, col) if ragtruth
-                          else _generic_row(obj, path, line_no, col))
+                    if ragtruth:
+                        ex = _guarded(_ragtruth_row, col, path, line_no, obj, sources, path, src_path, line_no, col,
+                                      limits)
+                    else:
+                        ex = _guarded(_generic_row, col, path, line_no, obj, path, line_no, col, limits)
                 except _RowError:
                     ex = None
             issues = list(col.issues[before:])
@@ -380,10 +510,12 @@ def iter_records(path):
                         f"{first.line}: {first.field or 'line'}: {first.message})")
                 issues = [i if i.code != "E106" else DataIssue(i.code, i.file, i.line, i.field, i.message + note,
                                                                  i.unit) for i in issues]
+            col.issues.clear()
             yield line_no, ex, issues
 
 
-def load_ragtruth(path, *, strict: bool = False, splits=None, warn: bool = True) -> LoadResult:
+def load_ragtruth(path, *, strict: bool = False, splits=None, warn: bool = True,
+                  limits: Limits | None = None) -> LoadResult:
     """Load RAGTruth in its original schema.
 
     Parameters
@@ -398,6 +530,8 @@ def load_ragtruth(path, *, strict: bool = False, splits=None, warn: bool = True)
         Keep only these splits (``"train"``, ``"test"``).
     warn : bool, default=True
         Emit an :class:`EvqualDataWarning` summarising bad rows.
+    limits : Limits, optional
+        Size caps per row (default :data:`~evqual.data.DEFAULT_LIMITS`).
 
     Returns
     -------
@@ -426,14 +560,15 @@ def load_ragtruth(path, *, strict: bool = False, splits=None, warn: bool = True)
                                          "and source_info.jsonl)")
             raise EvqualDataError(col.issues, n_ok=0)
     keep_splits = set(splits) if splits is not None else None
+    limits = DEFAULT_LIMITS if limits is None else limits
 
-    sources = _ragtruth_sources(src_path, col)
+    sources = _ragtruth_sources(src_path, col, limits)
 
     examples: list[Example] = []
     seen_ids: dict[str, int] = {}
-    for line, obj in _iter_jsonl(resp_path, col):
+    for line, obj in _iter_jsonl(resp_path, col, limits):
         try:
-            ex = _ragtruth_row(obj, sources, resp_path, src_path, line, col)
+            ex = _guarded(_ragtruth_row, col, resp_path, line, obj, sources, resp_path, src_path, line, col, limits)
         except _RowError:
             continue
         if ex.id in seen_ids:
@@ -447,11 +582,8 @@ def load_ragtruth(path, *, strict: bool = False, splits=None, warn: bool = True)
 
 
 # --------------------------------------------------------------------- generic JSONL
-_JSONL_KNOWN = {"id", "query", "context", "output", "label", "spans", "task_type", "model", "split",
-                "source_id", "temperature", "quality"}
 
-
-def load_jsonl(path, *, strict: bool = False, warn: bool = True) -> LoadResult:
+def load_jsonl(path, *, strict: bool = False, warn: bool = True, limits: Limits | None = None) -> LoadResult:
     """Load a generic JSONL of RAG logs (see the module docstring for fields).
 
     ``query``, ``context`` and ``output`` are required; ``query`` may be
@@ -474,14 +606,15 @@ def load_jsonl(path, *, strict: bool = False, warn: bool = True) -> LoadResult:
     """
     path = Path(path)
     col = _Collector(strict)
+    limits = DEFAULT_LIMITS if limits is None else limits
     if not path.is_file():
         col.add("E109", path, None, None, "file not found")
         raise EvqualDataError(col.issues, n_ok=0)
     examples: list[Example] = []
     seen: dict[str, int] = {}
-    for line, obj in _iter_jsonl(path, col):
+    for line, obj in _iter_jsonl(path, col, limits):
         try:
-            ex = _generic_row(obj, path, line, col)
+            ex = _guarded(_generic_row, col, path, line, obj, path, line, col, limits)
         except _RowError:
             continue
         if ex.id in seen:
@@ -492,10 +625,34 @@ def load_jsonl(path, *, strict: bool = False, warn: bool = True) -> LoadResult:
     return _finish(LoadResult(examples, col.issues, "jsonl", [str(path)]), warn)
 
 
-def _generic_row(obj: dict, path: Path, line: int, col: _Collector, *, spans_field: str = "spans",
-                 where: str = "") -> Example:
-    """One generic row to an Example; ``where`` is the row's name in ids and origins ("row 3")."""
+_GENERIC_FIELDS = ("id", "query", "context", "output", "label", "spans", "task_type", "model", "split",
+                   "source_id", "temperature", "quality")
+
+
+def _label(value, col: _Collector, path, line) -> int | None:
+    """The 0/1 label of a row: true/false, or a number equal to 0 or 1 (the same rule for every layout)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value in (0, 1):
+        return int(value)
+    if isinstance(value, str) and value.strip().lower() in _LABEL_WORDS:
+        return _LABEL_WORDS[value.strip().lower()]
+    col.add("E103", path, line, "label", f"must be 0 or 1 (or false/true); got {_describe(value)}")
+    raise _RowError
+
+
+_LABEL_WORDS = {"0": 0, "1": 1, "0.0": 0, "1.0": 1, "false": 0, "true": 1}
+
+
+def _generic_row(obj: dict, path: Path, line: int, col: _Collector, limits: Limits = DEFAULT_LIMITS, *,
+                 spans_field: str = "spans", where: str = "", label_strings: bool = False) -> Example:
+    """One generic row to an Example; ``where`` is the row's name in ids and origins ("row 3").
+
+    ``label_strings`` accepts "0"/"1"/"true"/"false" labels (table cells are text)."""
     where = where or f"{line}"
+    _check_fields(obj, _GENERIC_FIELDS, col, path, line, names={"spans": spans_field})
     task = _get(obj, "task_type", (str,), col, path, line, required=False, nullable=True)
     query = _get(obj, "query", (str,), col, path, line, nullable=True)
     context = _get(obj, "context", (str, list, dict), col, path, line)
@@ -506,14 +663,16 @@ def _generic_row(obj: dict, path: Path, line: int, col: _Collector, *, spans_fie
                 raise _RowError
     output = _get(obj, "output", (str,), col, path, line)
     rid = _get(obj, "id", (str, int), col, path, line, required=False, nullable=True)
-    label = _get(obj, "label", (int, bool), col, path, line, required=False, nullable=True)
-    if label is not None and int(label) not in (0, 1):
-        col.add("E103", path, line, "label", f"must be 0 or 1; got {label!r}")
+    raw_label = obj.get("label")
+    if isinstance(raw_label, str) and not label_strings:
+        col.add("E103", path, line, "label", f"must be 0 or 1 (or false/true); got {_describe(raw_label)}")
         raise _RowError
+    label = _label(raw_label, col, path, line)
+    _check_sizes(col, path, line, limits, output=output, context="", query=query)
     raw_spans = _get(obj, "spans", (list,), col, path, line, required=False, nullable=True)
     spans = (_parse_spans(raw_spans, output, col, path, line, prefix=spans_field)
              if raw_spans is not None else None)
-    if spans is not None and label is not None and int(label) == 0 and spans:
+    if spans is not None and label is not None and label == 0 and spans:
         col.add("E103", path, line, "label", f"label is 0 but {len(spans)} spans are given")
         raise _RowError
     model = _get(obj, "model", (str,), col, path, line, required=False, nullable=True)
@@ -521,7 +680,8 @@ def _generic_row(obj: dict, path: Path, line: int, col: _Collector, *, spans_fie
     sid = _get(obj, "source_id", (str, int), col, path, line, required=False, nullable=True)
     temp = _get(obj, "temperature", (float,), col, path, line, required=False, nullable=True)
     quality = _get(obj, "quality", (str,), col, path, line, required=False, nullable=True)
-    text, chunks = chunk_context(context, task)
+    text, chunks = _chunk(context, task, col, path, line, "context")
+    _check_sizes(col, path, line, limits, output="", context=text, query=None)
     if label is None and spans is not None:
         label = int(bool(spans))
     return Example(
@@ -537,12 +697,16 @@ def _generic_row(obj: dict, path: Path, line: int, col: _Collector, *, spans_fie
         temperature=float(temp) if temp is not None else None,
         quality=quality,
         spans=spans,
-        label=int(label) if label is not None else None,
+        label=label,
         origin=f"{path}:{where}",
     )
 
 
 # --------------------------------------------------------------------- table layout
+_TABLE_TEXT = ("id", "query", "context", "output", "task_type", "model", "split", "source_id", "quality")
+_NA_WORDS = frozenset({"", "nan", "NaN", "NA", "N/A", "n/a", "null", "None", "<NA>"})
+
+
 def _cell(value):
     """Pandas cell to plain Python (NaN/NA to None, numpy scalars to Python)."""
     if value is None:
@@ -561,27 +725,150 @@ def _cell(value):
     return value
 
 
-def _parse_literal(value):
-    """A JSON (or Python-literal) string to an object; other values unchanged."""
-    if not isinstance(value, str):
-        return value
-    if not value.strip():
-        return None
+def _table_row(raw: dict, path: Path, row_no: int, col: _Collector, limits: Limits) -> Example:
+    """One table row (cells as plain Python values; text cells as strings) to an Example."""
+    obj = {k: raw[k] for k in _TABLE_TEXT if k in raw}
+    obj = {k: (str(v) if k in ("id", "source_id") and v is not None else v) for k, v in obj.items()}
+    temp = raw.get("temperature")
+    if isinstance(temp, str):
+        if temp.strip() in _NA_WORDS:
+            temp = None
+        else:
+            try:
+                temp = float(temp)
+            except ValueError:
+                col.add("E103", path, row_no, "temperature", f"must be a number; got {_describe(temp)}")
+                raise _RowError from None
+    if temp is not None:
+        obj["temperature"] = temp
+    labels = raw.get("hallucination_labels")
+    if isinstance(labels, str):
+        labels = None if labels.strip() in _NA_WORDS else labels
+        if labels is not None:
+            try:
+                labels = loads_literal(labels)
+            except ValueError as exc:
+                col.add("E103", path, row_no, "hallucination_labels", f"not a JSON or Python list of spans ({exc})")
+                raise _RowError from None
+    if labels is not None:
+        obj["spans"] = labels
+    label = raw.get("label")
+    if isinstance(label, str) and label.strip() in _NA_WORDS:
+        label = None
+    processed = raw.get("hallucination_labels_processed")
+    if isinstance(processed, str) and processed.strip() in _NA_WORDS:
+        processed = None
+    if label is None and processed is not None:
+        if isinstance(processed, str):
+            try:
+                processed = loads_literal(processed)
+            except ValueError:
+                processed = None
+        if not isinstance(processed, dict) or check_value(processed, "") is not None:
+            col.add("E103", path, row_no, "hallucination_labels_processed",
+                    "must be an object such as {\"evident_conflict\": 0, \"baseless_info\": 1}")
+            raise _RowError
+        label = int(any(bool(v) for v in processed.values()))
+    if label is not None:
+        obj["label"] = label
+    return _generic_row(obj, path, row_no, col, limits, spans_field="hallucination_labels", where=f"row{row_no}",
+                        label_strings=True)
+
+
+def _decode_lines(data: bytes):
+    """Physical lines of a CSV as text (ends kept), and ``{line_no: (column, reason)}`` of undecodable ones."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    lines, bad = [], {}
+    for n, raw in enumerate(data.splitlines(keepends=True), start=1):
+        try:
+            lines.append(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            bad[n] = (exc.start + 1, f"byte 0x{raw[exc.start]:02x} is not valid UTF-8")
+            lines.append(raw.decode("utf-8", errors="replace"))
+    return lines, bad
+
+
+def _csv_records(path: Path, data: bytes, col: _Collector):
+    """Yield ``(row_no, first_line, cells)`` per data record of a CSV, recording the malformed ones.
+
+    Parsed with :mod:`csv` in strict mode, so that an unclosed or stray quote
+    is an error of its record (pandas silently merges the following rows into
+    it); reading then resumes on the line after the bad record's first line,
+    so the rows after it are kept.  A record with more or fewer fields than
+    the header, or with an undecodable byte, is reported and left out.
+    """
+    lines, bad_bytes = _decode_lines(data)
+    old_limit = csv.field_size_limit()
+    csv.field_size_limit(max(old_limit, min(len(data) + 1, 2**31 - 1)))
     try:
-        return json.loads(value)
-    except ValueError:
-        return ast.literal_eval(value)
+        header = None
+        row_no, k = 0, 0
+        while k < len(lines):
+            reader = csv.reader(iter(lines[k:]), strict=True)
+            consumed = 0
+            try:
+                for rec in reader:
+                    first, consumed = k + consumed + 1, reader.line_num
+                    last = k + consumed
+                    if not rec or (len(rec) == 1 and not rec[0].strip()):
+                        continue  # blank line: not a row
+                    if header is None:
+                        header = [h.strip() for h in rec]
+                        if first in bad_bytes:
+                            col.add("E109", path, None, None, f"line {first}: header {bad_bytes[first][1]}")
+                            raise EvqualDataError(col.issues, n_ok=0)
+                        yield 0, first, header
+                        continue
+                    row_no += 1
+                    where = f"line {first}" if last == first else f"lines {first}-{last}"
+                    undecodable = [n for n in range(first, last + 1) if n in bad_bytes]
+                    if undecodable:
+                        n = undecodable[0]
+                        col.add("E101", path, row_no, None,
+                                f"{bad_bytes[n][1]} (line {n}, column {bad_bytes[n][0]}); the row is left out")
+                        continue
+                    if len(rec) != len(header):
+                        col.add("E103", path, row_no, None,
+                                f"has {len(rec)} fields where the header has {len(header)} ({where}); "
+                                "the row is left out")
+                        continue
+                    yield row_no, first, {h: (v if v != "" else None) for h, v in zip(header, rec)}
+                break
+            except csv.Error as exc:
+                first = k + consumed + 1
+                if header is None:
+                    col.add("E109", path, None, None, f"line {first}: the header is not valid CSV ({exc})")
+                    raise EvqualDataError(col.issues, n_ok=0) from None
+                row_no += 1
+                col.add("E103", path, row_no, None,
+                        f"malformed CSV from line {first}: {exc} (an unclosed or stray quote?); the row is "
+                        f"left out and reading resumes on line {first + 1}")
+                k = first  # 0-based index of the line after the bad record's first line
+        if header is None:
+            col.add("E107", path, None, None, "the file is empty: a table needs a header line naming its columns")
+            raise EvqualDataError(col.issues, n_ok=0)
+    finally:
+        csv.field_size_limit(old_limit)
 
 
-def load_table(path, *, strict: bool = False, warn: bool = True) -> LoadResult:
+def load_table(path, *, strict: bool = False, warn: bool = True, limits: Limits | None = None) -> LoadResult:
     """Load the RAGTruth-processed table layout from CSV or parquet.
 
     Required columns: ``query, context, output``.  Spans come from
     ``hallucination_labels`` (a list, or a JSON/Python-literal string of a
     list, of ``{start, end, text?, label_type? | label?}``); without spans
-    the response label comes from ``label`` or from
+    the response label comes from ``label`` (0 or 1, true or false; anything
+    else is an error, as in every layout) or from
     ``hallucination_labels_processed`` (any non-zero value = hallucinated).
-    Issues name the *data row* (1-based, header excluded) in ``line``.
+    Issues name the *data row* (1-based, header excluded) in ``line``; for
+    CSV the message also names the file line.
+
+    CSV is read with :mod:`csv` in strict mode: a row with an unclosed or stray
+    quote, with more or fewer fields than the header, or with a byte that is
+    not UTF-8 is reported and left out, and every other row is kept.  Empty
+    cells are missing values; text cells are taken as written (``"NA"`` is
+    text, not a missing value).
 
     Examples
     --------
@@ -595,65 +882,37 @@ def load_table(path, *, strict: bool = False, warn: bool = True) -> LoadResult:
     1
     >>> os.unlink(f.name)
     """
-    import pandas as pd
-
     path = Path(path)
     col = _Collector(strict, unit="row")
+    limits = DEFAULT_LIMITS if limits is None else limits
     if not path.is_file():
         col.add("E109", path, None, None, "file not found")
         raise EvqualDataError(col.issues, n_ok=0)
-    try:
-        if path.suffix.lower() == ".parquet":
-            try:
-                df = pd.read_parquet(path)
-            except ImportError as exc:
-                from ..errors import MissingDependencyError
-
-                raise MissingDependencyError("reading parquet", "parquet", "pyarrow") from exc
-        else:
-            df = pd.read_csv(path, keep_default_na=True, dtype={"id": str, "source_id": str})
-    except (OSError, ValueError, pd.errors.ParserError) as exc:
-        col.add("E109", path, None, None, f"cannot read table: {exc}")
-        raise EvqualDataError(col.issues, n_ok=0) from exc
-    missing = [c for c in ("query", "context", "output") if c not in df.columns]
-    if missing:
-        col.add("E107", path, None, ", ".join(missing), "required column(s) missing from the table")
-        raise EvqualDataError(col.issues, n_ok=0)
+    if path.suffix.lower() == ".parquet":
+        rows = _parquet_rows(path, col)
+    else:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            col.add("E109", path, None, None, f"cannot read table: {exc.strerror or exc}")
+            raise EvqualDataError(col.issues, n_ok=0) from None
+        rows = _csv_records(path, data, col)
     examples: list[Example] = []
     seen: dict[str, int] = {}
-    columns = list(df.columns)
-    for row_no, values in enumerate(df.itertuples(index=False, name=None), start=1):
-        raw = {c: _cell(v) for c, v in zip(columns, values)}
-        obj = {k: raw.get(k) for k in ("id", "query", "context", "output", "task_type", "model", "split",
-                                       "source_id", "quality") if k in raw}
-        obj = {k: (str(v) if k in ("id", "source_id") and v is not None else v) for k, v in obj.items()}
-        if "temperature" in raw:
-            obj["temperature"] = raw["temperature"]
+    for row_no, first, raw in rows:
+        if row_no == 0:  # the header
+            missing = [c for c in ("query", "context", "output") if c not in raw]
+            if missing:
+                col.add("E107", path, None, ", ".join(missing), "required column(s) missing from the table")
+                raise EvqualDataError(col.issues, n_ok=0)
+            continue
+        before = len(col.issues)
         try:
-            labels = raw.get("hallucination_labels")
-            if labels is not None:
-                try:
-                    labels = _parse_literal(labels)
-                except (ValueError, SyntaxError):
-                    col.add("E103", path, row_no, "hallucination_labels", "not a JSON list of spans")
-                    raise _RowError from None
-                if labels is not None:
-                    obj["spans"] = labels
-            label = raw.get("label")
-            if label is None and raw.get("hallucination_labels_processed") is not None:
-                try:
-                    processed = _parse_literal(raw["hallucination_labels_processed"])
-                except (ValueError, SyntaxError):
-                    processed = None
-                if not isinstance(processed, dict):
-                    col.add("E103", path, row_no, "hallucination_labels_processed",
-                            "must be an object such as {\"evident_conflict\": 0, \"baseless_info\": 1}")
-                    raise _RowError
-                label = int(any(bool(v) for v in processed.values()))
-            if label is not None:
-                obj["label"] = int(label) if isinstance(label, (int, float, bool)) else label
-            ex = _generic_row(obj, path, row_no, col, spans_field="hallucination_labels", where=f"row{row_no}")
+            ex = _guarded(_table_row, col, path, row_no, raw, path, row_no, col, limits)
         except _RowError:
+            if first is not None:
+                col.issues[before:] = [DataIssue(i.code, i.file, i.line, i.field, f"{i.message} (line {first})",
+                                                 i.unit) for i in col.issues[before:]]
             continue
         if ex.id in seen:
             col.add("E108", path, row_no, "id", f"id {ex.id!r} already used on row {seen[ex.id]}")
@@ -661,6 +920,25 @@ def load_table(path, *, strict: bool = False, warn: bool = True) -> LoadResult:
         seen[ex.id] = row_no
         examples.append(ex)
     return _finish(LoadResult(examples, col.issues, "table", [str(path)]), warn)
+
+
+def _parquet_rows(path: Path, col: _Collector):
+    """Yield ``(row_no, None, cells)`` per row of a parquet file."""
+    import pandas as pd
+
+    try:
+        df = pd.read_parquet(path)
+    except ImportError as exc:
+        from ..errors import MissingDependencyError
+
+        raise MissingDependencyError("reading parquet", "parquet", "pyarrow") from exc
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises its own error types for broken files
+        col.add("E109", path, None, None, f"cannot read table: {type(exc).__name__}: {str(exc)[:200]}")
+        raise EvqualDataError(col.issues, n_ok=0) from None
+    columns = [str(c) for c in df.columns]
+    yield 0, None, columns
+    for row_no, values in enumerate(df.itertuples(index=False, name=None), start=1):
+        yield row_no, None, {c: _cell(v) for c, v in zip(columns, values)}
 
 
 # --------------------------------------------------------------------- dispatch
@@ -692,10 +970,13 @@ def detect_layout(path) -> str:
                                      ".jsonl, .csv or .parquet")])
 
 
-def load_data(path, *, strict: bool = False, warn: bool = True, **kwargs) -> LoadResult:
+def load_data(path, *, strict: bool = False, warn: bool = True, limits: Limits | None = None,
+              **kwargs) -> LoadResult:
     """Load any supported layout, detected from the path (see :func:`detect_layout`).
 
-    Extra keyword arguments go to the layout's loader (``splits`` for RAGTruth).
+    ``limits`` caps the size of each row (default
+    :data:`~evqual.data.DEFAULT_LIMITS`). Extra keyword arguments go to the
+    layout's loader (``splits`` for RAGTruth).
 
     Examples
     --------
@@ -706,12 +987,12 @@ def load_data(path, *, strict: bool = False, warn: bool = True, **kwargs) -> Loa
     """
     layout = detect_layout(path)
     if layout == "ragtruth":
-        return load_ragtruth(path, strict=strict, warn=warn, **kwargs)
+        return load_ragtruth(path, strict=strict, warn=warn, limits=limits, **kwargs)
     if kwargs:
         raise TypeError(f"unexpected arguments for the {layout} layout: {sorted(kwargs)}")
     if layout == "table":
-        return load_table(path, strict=strict, warn=warn)
-    return load_jsonl(path, strict=strict, warn=warn)
+        return load_table(path, strict=strict, warn=warn, limits=limits)
+    return load_jsonl(path, strict=strict, warn=warn, limits=limits)
 
 
 def default_ragtruth_path() -> Path:

@@ -379,15 +379,33 @@ def render_html(results, *, title: str = "evqual report") -> str:
 # ---------------------------------------------------------------- markdown
 
 
+# markdown that text could use to make links, images, code or emphasis: backslash-escaped
+# (underscores only at word edges, where they can open emphasis; "passage_2" stays as it is)
+_MD_SPECIAL = re.compile(r"[\\`*\[\]]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
+_MD_LINE_START = re.compile(r"^(\s*)(#|=|\+|-(?=\s)|\d+[.)](?=\s))")
+
+
 def _md_text(text) -> str:
-    """Text for markdown: HTML special characters escaped (raw HTML passes through renderers)."""
-    return html.escape("" if text is None else str(text), quote=False)
+    """Text for markdown: link, image, code and emphasis markup backslash-escaped, HTML special characters
+    escaped (raw HTML passes through renderers), so no text can add a link, an image or markup."""
+    s = _MD_SPECIAL.sub(lambda m: "\\" + m.group(0), "" if text is None else str(text))
+    return html.escape(s, quote=False)
 
 
-def _md_cell(text) -> str:
-    """A table cell: HTML-escaped, pipes escaped, newlines as ``<br>``."""
-    s = _md_text(text).replace("\\", "\\\\").replace("|", "\\|")
-    return re.sub(r"\r\n|\r|\n", "<br>", s)
+def _md_code(text) -> str:
+    """Text for inside a code span: no backticks, line breaks or pipes (escapes do not work there)."""
+    return html.escape(" ".join(str(text).replace("`", "").replace("|", "").split()), quote=False)
+
+
+def _md_inline(text) -> str:
+    """One line of markdown text: every line break (``\\n``, U+2028, ...) folded into a space."""
+    return _md_text(" ".join(("" if text is None else str(text)).split()))
+
+
+def _md_cell(text, *, escaped: bool = False) -> str:
+    """A table cell: escaped as :func:`_md_text` (unless ``escaped``), pipes escaped, newlines as ``<br>``."""
+    s = (text if escaped else _md_text(text)).replace("|", "\\|")
+    return re.sub(r"\r\n|\r|\n|\u2028|\u2029|\x85", "<br>", s)
 
 
 def _truncate(text: str, n: int = _EVIDENCE_MAX) -> str:
@@ -414,22 +432,24 @@ def _md_answer(result: ScoreResult) -> str:
         pos = b
     parts.append(_md_text(text[pos:]))
     lines = "".join(parts).splitlines() or [""]
-    return "\n".join(f"> {line}".rstrip() for line in lines)
+    # a line of the answer never starts a heading or a list inside the quote
+    return "\n".join(f"> {_MD_LINE_START.sub(lambda m: m.group(1) + chr(92) + m.group(2), line)}".rstrip()
+                     for line in lines)
 
 
 def _md_section(result: ScoreResult) -> str:
     decision = result.decision + (" (verify)" if result.verify else "")
     topics = ", ".join(str(t) for t in result.topics) or "none"
     out = [
-        f"## {_md_text(result.id)}",
+        f"## {_md_inline(result.id)}",
         "",
         f"- **Risk:** {_pct(result.risk)}",
-        f"- **Decision:** {_md_text(decision)}",
+        f"- **Decision:** {_md_inline(decision)}",
         f"- **Threshold:** {_num(result.threshold)}",
-        f"- **Topics:** {_md_text(topics)}" + (" (sensitive)" if result.sensitive else ""),
+        f"- **Topics:** {_md_inline(topics)}" + (" (sensitive)" if result.sensitive else ""),
     ]
     if result.query:
-        out.append(f"- **Query:** {_md_text(' '.join(result.query.split()))}")
+        out.append(f"- **Query:** {_md_inline(result.query)}")
     out += ["", "**Answer** (predicted spans marked **[[...]]**):", "", _md_answer(result), ""]
     flagged = [s for s in result.sentences if s.flagged]
     if not flagged:
@@ -440,7 +460,7 @@ def _md_section(result: ScoreResult) -> str:
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for s in flagged:
-        reasons = "; ".join(f"`{str(r.code).replace('`', '')}` {r.text}" for r in s.reasons)
+        reasons = "; ".join(f"`{_md_code(r.code)}` {_md_text(r.text)}" for r in s.reasons)
         ev = s.evidence
         cells = [
             str(s.index),
@@ -451,7 +471,7 @@ def _md_section(result: ScoreResult) -> str:
             ev.chunk_id if ev else "",
             _truncate(ev.text) if ev else "",
         ]
-        out.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
+        out.append("| " + " | ".join(_md_cell(c, escaped=(k == 3)) for k, c in enumerate(cells)) + " |")
     out.append("")
     return "\n".join(out)
 
@@ -495,10 +515,10 @@ def render_markdown(results, *, title: str = "evqual report") -> str:
     """
     results = _as_results(results)
     counts = Counter(r.decision for r in results)
-    out = [f"# {_md_text(' '.join(str(title).split()))}", ""]
+    out = [f"# {_md_inline(title)}", ""]
     model = _model_line(results)
     if model:
-        out += [_md_text(model), ""]
+        out += [_md_inline(model), ""]
     out += ["| decision | count |", "| --- | --- |"]
     out += [f"| {_md_cell(d)} | {counts.get(d, 0)} |" for d in _decision_order(results)]
     out += [f"| total | {len(results)} |", ""]

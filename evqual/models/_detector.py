@@ -372,7 +372,8 @@ class Detector:
 
         return load_detector(path if path is not None else default_model_path())
 
-    def score(self, *, query=None, context, output, task_type=None, metadata=None, id=None, policy=None):
+    def score(self, *, query=None, context, output, task_type=None, metadata=None, id=None, policy=None,
+              limits=None):
         """Score one answer: calibrated risk, decision, sentences with reasons and evidence, spans.
 
         Parameters
@@ -391,6 +392,10 @@ class Detector:
         id : str, optional
         policy : evqual.scoring.Policy, optional
             Decision bands and topic thresholds (default ``Policy()``).
+        limits : evqual.data.Limits, optional
+            Size caps on output, context and query (default
+            :data:`evqual.data.DEFAULT_LIMITS`); a text over its cap raises
+            :class:`ValueError` naming the field.
 
         Returns
         -------
@@ -412,19 +417,20 @@ class Detector:
 
         item = {"query": query, "context": context, "output": output, "task_type": task_type,
                 "metadata": metadata, "id": id}
-        return score_examples(self, [as_scoring_example(item)], policy=policy)[0]
+        return score_examples(self, [as_scoring_example(item, limits=limits)], policy=policy)[0]
 
-    def score_batch(self, items, *, policy=None, batch_size: int = 64) -> list:
+    def score_batch(self, items, *, policy=None, batch_size: int = 64, limits=None) -> list:
         """Score many answers (dicts of :meth:`score`'s arguments, or Examples); results in input order.
 
         Answers are featurized and scored ``batch_size`` at a time, which is
-        much faster per answer than calling :meth:`score` in a loop.
+        much faster per answer than calling :meth:`score` in a loop.  Dicts
+        must fit ``limits`` (see :meth:`score`); Examples are taken as they are.
         """
         from ..scoring._score import as_scoring_example, score_examples
 
         out, batch = [], []
         for n, item in enumerate(items):
-            batch.append(as_scoring_example(item, default_id=str(n)))
+            batch.append(as_scoring_example(item, default_id=str(n), limits=limits))
             if len(batch) >= batch_size:
                 out.extend(score_examples(self, batch, policy=policy))
                 batch = []

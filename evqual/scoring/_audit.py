@@ -34,10 +34,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import threading
 from datetime import datetime, timezone
 
 from ._result import ScoreResult
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: appends stay atomic, the open check is unlocked
+    fcntl = None
 
 __all__ = ["AuditLog", "input_sha256", "read_audit_log"]
 
@@ -76,7 +82,23 @@ def input_sha256(query, context, output) -> str:
         context = list(context)
     canonical = json.dumps({"query": query, "context": context, "output": output},
                            sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    # surrogatepass: text with an unpaired surrogate (not valid Unicode) still hashes, and valid text
+    # hashes exactly as with plain UTF-8
+    return hashlib.sha256(canonical.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+class _FileLock:
+    def __init__(self, fd):
+        self.fd = fd
+
+    def __enter__(self):
+        if fcntl is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        if fcntl is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
 
 
 class AuditLog:
@@ -128,32 +150,54 @@ class AuditLog:
         self.path = path
         self.fsync = fsync
         self._lock = threading.Lock()
-        self._file = open(path, "a", encoding="utf-8", newline="\n")
-        self._end_torn_line()
+        # unbuffered: a record is handed to the kernel by one os.write, so a failed write (a full disk)
+        # leaves nothing behind in a buffer to be written later, out of order
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            with self._locked():
+                self._end_torn_line()
+        except BaseException:
+            os.close(self._fd)
+            self._fd = None
+            raise
 
     def _end_torn_line(self):
         """End a line a crash left without its newline, so the next record starts clean."""
-        if os.path.getsize(self.path) == 0:
+        st = os.fstat(self._fd)
+        size = st.st_size
+        if size == 0 or not stat.S_ISREG(st.st_mode):
             return
         with open(self.path, "rb") as f:
-            f.seek(-1, os.SEEK_END)
+            f.seek(size - 1)
             last = f.read(1)
         if last != b"\n":
-            self._file.write("\n")
-            self._sync()
+            self._write_all(b"\n")
 
-    def _sync(self):
-        self._file.flush()
+    def _write_all(self, data: bytes):
+        """One ``os.write`` (looping only on a short write), then ``fsync`` when asked."""
+        view = memoryview(data)
+        while view:
+            n = os.write(self._fd, view)
+            view = view[n:]
         if self.fsync:
-            os.fsync(self._file.fileno())
+            os.fsync(self._fd)
+
+    def _locked(self):
+        """An exclusive advisory lock on the file (POSIX ``flock``) shared by every evqual writer.
+
+        Appends are atomic on their own; the lock also keeps the torn-line check at open from reading
+        another process's record while it is being written (which would add a stray empty line)."""
+        return _FileLock(self._fd)
 
     @property
     def closed(self) -> bool:
-        return self._file.closed
+        return self._fd is None
 
     def close(self):
         """Close the file (records are already on disk)."""
-        self._file.close()
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
 
     def __enter__(self):
         return self
@@ -166,9 +210,12 @@ class AuditLog:
 
     def _append(self, record: dict) -> dict:
         line = json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n"
+        data = line.encode("utf-8", errors="backslashreplace")  # never fails, even on unpaired surrogates
         with self._lock:
-            self._file.write(line)  # one write call per record
-            self._sync()
+            if self._fd is None:
+                raise ValueError(f"{self!r} is closed")
+            with self._locked():
+                self._write_all(data)  # one write call per record
         return record
 
     def write(self, result: ScoreResult, *, policy=None, input_sha256=None) -> dict:

@@ -353,7 +353,9 @@ def load_policy(path) -> Policy:
     """
     path = os.fspath(path)
     with open(path, "rb") as f:
-        raw = f.read()
+        raw = f.read(_MAX_POLICY_BYTES + 1)
+    if len(raw) > _MAX_POLICY_BYTES:
+        raise ValueError(f"{path}: larger than {_MAX_POLICY_BYTES:,} bytes; not a policy file")
     try:
         doc = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as e:
@@ -361,6 +363,11 @@ def load_policy(path) -> Policy:
     except tomllib.TOMLDecodeError as e:
         # tomllib's message ends with "(at line L, column C)".
         raise ValueError(f"{path}: invalid TOML: {e}") from e
+    except RecursionError:
+        raise ValueError(f"{path}: invalid TOML: arrays or tables nested too deeply") from None
+    if _depth(doc) > _MAX_POLICY_DEPTH:
+        raise ValueError(f"{path}: arrays or tables nested deeper than {_MAX_POLICY_DEPTH} levels; "
+                         "a policy needs at most 3")
 
     params = {}
     for section, value in doc.items():
@@ -390,6 +397,25 @@ def load_policy(path) -> Policy:
     except ValueError as e:
         raise ValueError(f"{path}: {e}") from e
     return policy
+
+
+_MAX_POLICY_BYTES = 1 << 20
+_MAX_POLICY_DEPTH = 8
+
+
+def _depth(value) -> int:
+    """Nesting depth of tables and arrays, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        children = v.values() if isinstance(v, dict) else v if isinstance(v, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, d)
+        if deepest > _MAX_POLICY_DEPTH:
+            break
+        stack.extend((c, d + 1) for c in children)
+    return deepest
 
 
 def _load_topics(path, table):

@@ -27,14 +27,16 @@ __all__ = ["score_examples", "as_scoring_example", "model_info"]
 _METADATA_KEYS = ("model", "temperature", "quality", "source_id", "split")
 
 
-def as_scoring_example(item, *, default_id: str = "0"):
+def as_scoring_example(item, *, default_id: str = "0", limits=None):
     """An :class:`~evqual.data.Example` from an Example or a mapping of score() arguments.
 
     The mapping holds ``output`` and ``context`` (required), ``query``,
     ``task_type``, ``id`` and ``metadata`` (``model``, ``temperature``,
-    ``quality``, ``source_id``, ``split``).
+    ``quality``, ``source_id``, ``split``).  Its texts must fit ``limits``
+    (default :data:`evqual.data.DEFAULT_LIMITS`; a :class:`ValueError` names
+    the field); an Example is taken as it is.
     """
-    from ..data import Example, make_example
+    from ..data import DEFAULT_LIMITS, Example, make_example
 
     if isinstance(item, Example):
         return item
@@ -66,8 +68,16 @@ def as_scoring_example(item, *, default_id: str = "0"):
     if bad_meta:
         raise ValueError(f"unknown metadata keys {sorted(bad_meta)}; expected some of {list(_METADATA_KEYS)}")
     rid = item.get("id")
-    return make_example(query=query, context=context, output=output, task_type=item.get("task_type"),
-                        id=str(rid) if rid is not None else default_id, **meta)
+    limits = DEFAULT_LIMITS if limits is None else limits
+    over = limits.check_sizes(output=output, context="", query=query)
+    if over is not None:
+        raise ValueError(f"{over[0]} {over[1]}")
+    ex = make_example(query=query, context=context, output=output, task_type=item.get("task_type"),
+                      id=str(rid) if rid is not None else default_id, **meta)
+    over = limits.check_sizes(output="", context=ex.context, query=None)
+    if over is not None:
+        raise ValueError(f"{over[0]} {over[1]}")
+    return ex
 
 
 def model_info(detector) -> ModelInfo:

@@ -12,7 +12,7 @@ import json
 from ._audit import input_sha256
 from ._result import ScoreResult
 
-__all__ = ["score_file", "count_lines", "error_record", "parse_results", "read_results"]
+__all__ = ["score_file", "count_lines", "error_record", "parse_results", "read_results", "StreamAborted"]
 
 
 def count_lines(path) -> int:
@@ -32,8 +32,45 @@ def error_record(line: int, issues, id=None) -> dict:
             "issues": [{"code": i.code, "field": i.field, "message": i.message} for i in issues]}
 
 
-def score_file(path, out, detector, *, policy=None, audit=None, progress=None, batch_size: int = 16):
+class StreamAborted(OSError):
+    """An output (the results or the audit log) could not be written: the run stops here.
+
+    Attributes
+    ----------
+    line : int
+        The input line whose output failed.
+    n_written : int
+        Output lines written (and flushed) before the failure.
+    target : str
+        ``"output"`` or ``"audit log"``.
+    """
+
+    def __init__(self, target: str, line: int, n_written: int, cause: BaseException):
+        self.target, self.line, self.n_written, self.cause = target, line, n_written, cause
+        why = getattr(cause, "strerror", None) or str(cause) or type(cause).__name__
+        super().__init__(f"cannot write the {target} (input line {line}): {why}; "
+                         f"{n_written} output lines were written before it")
+
+
+def _dumps_line(record: dict) -> str:
+    """One JSON line; text that cannot be UTF-8 (unpaired surrogates) is written with \\u escapes."""
+    text = json.dumps(record, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(record, ensure_ascii=True)
+    return text + "\n"
+
+
+def score_file(path, out, detector, *, policy=None, audit=None, progress=None, batch_size: int = 16,
+               limits=None):
     """Score every line of ``path`` and write one JSON line per input line to ``out`` (a text stream).
+
+    No input line can stop the run: a line that cannot be read or scored gets
+    an error record (code, line, field, reason) and every other line is
+    scored.  Only a failure to *write* (``out`` or the audit log: a full disk,
+    a closed pipe) stops it, with :class:`StreamAborted`; a scored line is
+    never written when its audit record could not be.
 
     Parameters
     ----------
@@ -53,62 +90,109 @@ def score_file(path, out, detector, *, policy=None, audit=None, progress=None, b
         Called with the number of lines done.
     batch_size : int, default=16
         Answers featurized together (a batch that fails is retried answer by
-        answer so that one bad answer cannot take others down).
+        answer so that one bad answer cannot take others down).  Results do
+        not depend on it.
+    limits : evqual.data.Limits, optional
+        Size caps per line (default :data:`evqual.data.DEFAULT_LIMITS`).
 
     Returns
     -------
     (n_ok, n_failed) : tuple of int
+
+    Raises
+    ------
+    StreamAborted
+        When ``out`` or the audit log cannot be written.
+    evqual.errors.EvqualDataError
+        When ``path`` cannot be opened or read.
     """
     from ..data import iter_records
-    from ..errors import DataIssue
+    from ..errors import DataIssue, EvqualDataError
 
     n_ok = n_bad = done = 0
+    n_flushed = 0
     pending: list = []  # (line, example)
     policy_dict = policy.to_dict() if policy is not None and audit is not None else None
+
+    def write(line_no, record):
+        try:
+            out.write(_dumps_line(record))
+        except (OSError, ValueError) as exc:  # ValueError: a closed stream
+            raise StreamAborted("output", line_no, n_flushed, exc) from exc
+
+    def audited(line_no, fn, *args, **kwargs):
+        try:
+            fn(*args, **kwargs)
+        except (OSError, ValueError) as exc:
+            raise StreamAborted("audit log", line_no, n_flushed, exc) from exc
 
     def emit_error(line, issues, id=None):
         nonlocal n_bad
         n_bad += 1
         if audit is not None:
-            audit.write_error(line, "; ".join(f"{i.code} {i.field or 'line'}: {i.message}" for i in issues), id=id)
-        out.write(json.dumps(error_record(line, issues, id), ensure_ascii=False) + "\n")
+            audited(line, audit.write_error, line,
+                    "; ".join(f"{i.code} {i.field or 'line'}: {i.message}" for i in issues), id=id)
+        write(line, error_record(line, issues, id))
+
+    def score_one(line, ex):
+        try:
+            return detector.score_batch([ex], policy=policy)[0]
+        except Exception as exc:  # noqa: BLE001 - one answer must never end the run
+            return DataIssue("E110", str(path), line, None, f"scoring failed: {type(exc).__name__}: {exc}"[:500])
 
     def flush():
-        nonlocal n_ok, done
+        nonlocal n_ok, done, n_flushed
         if not pending:
             return
         try:
             results = detector.score_batch([ex for _, ex in pending], policy=policy, batch_size=len(pending))
         except Exception:  # noqa: BLE001 - isolate the answer that fails, keep the others
-            results = []
-            for line, ex in pending:
-                try:
-                    results.append(detector.score_batch([ex], policy=policy)[0])
-                except Exception as exc:  # noqa: BLE001
-                    results.append(DataIssue("E110", str(path), line, None, f"scoring failed: {exc!r}"))
+            results = [score_one(line, ex) for line, ex in pending]
         for (line, ex), res in zip(pending, results):
+            if not isinstance(res, DataIssue):
+                try:
+                    record = {"line": line, **res.to_dict()}
+                    _dumps_line(record)  # a result that cannot be serialised is an error of its line
+                except Exception as exc:  # noqa: BLE001
+                    res = DataIssue("E110", str(path), line, None,
+                                    f"result could not be written: {type(exc).__name__}: {exc}"[:500])
             if isinstance(res, DataIssue):
                 emit_error(line, [res], ex.id)
                 continue
             if audit is not None:
-                audit.write(res, policy=policy_dict, input_sha256=input_sha256(ex.query, ex.context, ex.output))
-            out.write(json.dumps({"line": line, **res.to_dict()}, ensure_ascii=False) + "\n")
+                audited(line, audit.write, res, policy=policy_dict,
+                        input_sha256=input_sha256(ex.query, ex.context, ex.output))
+            write(line, record)
             n_ok += 1
         done += len(pending)
+        last = pending[-1][0]
         pending.clear()
-        out.flush()
+        try:
+            out.flush()
+        except (OSError, ValueError) as exc:
+            raise StreamAborted("output", last, n_flushed, exc) from exc
+        n_flushed = n_ok + n_bad
         if progress is not None:
             progress(done + n_bad)
 
-    for line, ex, issues in iter_records(path):
-        if ex is None:
-            flush()  # keep the input order
-            emit_error(line, issues)
-            continue
-        pending.append((line, ex))
-        if len(pending) >= batch_size:
-            flush()
+    try:
+        for line, ex, issues in iter_records(path, limits=limits):
+            if ex is None:
+                flush()  # keep the input order
+                emit_error(line, issues)
+                continue
+            pending.append((line, ex))
+            if len(pending) >= batch_size:
+                flush()
+    except EvqualDataError:  # the input cannot be read further: what was read is still scored and written
+        flush()
+        out.flush()
+        raise
     flush()
+    try:
+        out.flush()
+    except (OSError, ValueError) as exc:
+        raise StreamAborted("output", done + n_bad, n_flushed, exc) from exc
     return n_ok, n_bad
 
 

@@ -31,6 +31,7 @@ is not called unsupported.
 from __future__ import annotations
 
 import re
+import unicodedata
 from decimal import Decimal, InvalidOperation
 from typing import NamedTuple
 
@@ -131,9 +132,14 @@ def normalize_number(digits: str, scale: str | None = None) -> str:
     ('1600', '3', '23.7')
     >>> normalize_number("67", "million")
     '67000000'
+    >>> len(normalize_number("0" + "7" * 5000))  # no int(): any number of digits, linear time
+    5000
     """
     if not scale and digits.isdigit():
-        return str(int(digits))
+        # what str(int(digits)) gives, without int()'s 4,300-digit limit and quadratic cost
+        if not digits.isascii():
+            digits = "".join(str(unicodedata.decimal(c)) for c in digits)
+        return digits.lstrip("0") or "0"
     try:
         d = Decimal(digits.replace(",", ""))
     except InvalidOperation:  # pragma: no cover - the regex only passes digits
