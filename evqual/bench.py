@@ -7,7 +7,8 @@ import platform
 import resource
 import time
 
-__all__ = ["bench_featurize", "bench_score", "bench_stages", "bench_fit", "tokenize_floor", "peak_rss_mb", "pin_one_core"]
+__all__ = ["bench_featurize", "bench_score", "bench_stages", "bench_fit", "bench_sizes", "synthetic_sentences",
+           "tokenize_floor", "peak_rss_mb", "pin_one_core"]
 
 
 def pin_one_core() -> None:
@@ -234,3 +235,216 @@ def bench_fit(data=None, method: str = "evqual") -> dict:
         seconds = time.perf_counter() - start
     return {"method": method, "responses": len(examples), "fit_seconds": round(seconds, 2),
             "peak_rss_mb": round(peak_rss_mb(), 1)}
+
+
+# ---------------------------------------------------------------- synthetic inputs of any size
+_SYLLABLES = ("ba be bi bo bu da de di do du fa fe fi ka ke ki ko ku la le li lo lu ma me mi mo mu na ne ni no nu "
+              "ra re ri ro ru sa se si so su ta te ti to tu va ve vi vo za ze zi zo ar er in on or en an ul el "
+              "str pl gr tr").split()
+_STOPS = ("the a of in and to was is for on with by at from as that it its their has had been were").split()
+_REAL = ("report reported city council river bridge company market price growth study team season game player "
+         "school hospital patient doctor court judge police officer building station road train airport "
+         "government minister election vote law project budget million billion percent year month week day "
+         "increase decrease rose fell higher lower open closed won lost early late north south first last "
+         "support oppose strong weak always never available unavailable").split()
+_NEGATIONS = ("not", "never", "no", "without")
+_UNITS = ("percent", "million", "people", "dollars", "miles", "years")
+
+
+def synthetic_sentences(n: int, *, seed: int = 0, vocabulary: int = 20_000) -> list[str]:
+    """``n`` short, varied English-like sentences (deterministic for a given ``seed``).
+
+    Sentences have 6 to 14 words: stop words, common words, made-up words
+    drawn Zipf-like from ``vocabulary`` pseudo-words (so the distinct-token
+    count grows with ``n``), capitalised names, numbers with units, years and
+    the odd negation, so every feature family has something to do.
+
+    Examples
+    --------
+    >>> s = synthetic_sentences(3, seed=1)
+    >>> len(s), all(x.endswith(".") for x in s), s == synthetic_sentences(3, seed=1)
+    (3, True, True)
+    """
+    import random
+
+    rng = random.Random(seed)
+    words_rng = random.Random(12345)  # the pseudo-word list is the same for every seed
+    pseudo = []
+    seen = set()
+    while len(pseudo) < vocabulary:
+        w = "".join(words_rng.choice(_SYLLABLES) for _ in range(words_rng.randint(2, 4)))
+        if w not in seen:
+            seen.add(w)
+            pseudo.append(w)
+    out = []
+    for _ in range(n):
+        words = []
+        for _ in range(rng.randint(6, 14)):
+            r = rng.random()
+            if r < 0.30:
+                words.append(rng.choice(_STOPS))
+            elif r < 0.50:
+                words.append(rng.choice(_REAL))
+            elif r < 0.80:
+                # Zipf-like: low ranks much more often
+                words.append(pseudo[min(int(rng.paretovariate(1.1)) - 1, vocabulary - 1)
+                                    if rng.random() < 0.7 else rng.randrange(vocabulary)])
+            elif r < 0.88:
+                words.append(rng.choice(pseudo[:2000]).capitalize())
+            elif r < 0.94:
+                words.append(f"{rng.randint(1, 999)} {rng.choice(_UNITS)}")
+            elif r < 0.97:
+                words.append(str(rng.randint(1900, 2030)))
+            else:
+                words.append(rng.choice(_NEGATIONS))
+        text = " ".join(words)
+        out.append(text[0].upper() + text[1:] + ".")
+    return out
+
+
+# ---------------------------------------------------------------- scaling with input size
+SIZE_CASES = ("answer_1k", "answer_10k", "answer_20k", "answer_100k", "context_1mb", "context_10mb", "context_100mb")
+"""The cases of :func:`bench_sizes`: answers of N sentences against a modest context, and contexts of N MB
+against a short answer."""
+
+_MODEST_CONTEXT = 200  # context sentences (10 passages) for the answer cases
+_SENTENCE_CHARS = 62  # mean length of a synthetic sentence, with its space
+
+
+def size_case_example(case: str):
+    """The :class:`~evqual.data.Example` of one :data:`SIZE_CASES` case (deterministic).
+
+    ``answer_Nk``: an answer of N thousand synthetic sentences
+    (:func:`synthetic_sentences`) against a QA context of 200 sentences in
+    10 passages.  ``context_Nmb``: a QA context string of N MB (chunked by
+    sentence, about 16,000 chunks per MB) against a four-sentence answer
+    (two sentences of the context, one with an unsupported number, one
+    made up).
+
+    Examples
+    --------
+    >>> ex = size_case_example("answer_1k")
+    >>> len(ex.chunks), ex.output.count(".") >= 1000
+    (10, True)
+    """
+    from .data import make_example
+
+    kind, _, size = case.partition("_")
+    if kind == "answer" and size.endswith("k"):
+        n = int(size[:-1]) * 1000
+        ctx = synthetic_sentences(_MODEST_CONTEXT, seed=1)
+        passages = [" ".join(ctx[i:i + 20]) for i in range(0, len(ctx), 20)]
+        output = " ".join(synthetic_sentences(n, seed=0))
+        return make_example(query="What did the council report about the bridge?", context=passages,
+                            output=output, task_type="QA", id=case)
+    if kind == "context" and size.endswith("mb"):
+        target = int(size[:-2]) * 1_000_000
+        sents = synthetic_sentences(target // _SENTENCE_CHARS + 1, seed=1)
+        context = " ".join(sents)
+        output = " ".join([sents[3], sents[len(sents) // 2],
+                           "The council opened the bridge in 1935 without Kavabu support.",
+                           synthetic_sentences(2, seed=9)[1]])
+        return make_example(query="When did the bridge open?", context=context, output=output, task_type="QA",
+                            id=case)
+    raise ValueError(f"unknown size case {case!r}; expected one of {SIZE_CASES}")
+
+
+def _size_case_main(case: str) -> dict:
+    """Run one size case in this process (pinned to one core): build, score once, report time and memory."""
+    pin_one_core()
+    from .models import Detector
+    from .scoring._score import score_examples
+
+    from .data import make_example
+
+    det = Detector.load()
+    score_examples(det, [make_example(query="q?", context=["The bridge opened."], output="It opened.",
+                                      task_type="QA")])  # warm-up: compiled trees, caches
+    t0 = time.perf_counter()
+    ex = size_case_example(case)
+    build = time.perf_counter() - t0
+    rss_before = peak_rss_mb()
+    start = time.perf_counter()
+    result = score_examples(det, [ex])[0]
+    seconds = time.perf_counter() - start
+    return {"case": case, "status": "ok", "seconds": round(seconds, 3), "peak_rss_mb": round(peak_rss_mb(), 1),
+            "rss_before_scoring_mb": round(rss_before, 1), "build_seconds": round(build, 3),
+            "output_chars": len(ex.output), "sentences": len(result.sentences), "context_chars": len(ex.context),
+            "chunks": len(ex.chunks), "spans": len(result.spans), "risk": round(result.risk, 6)}
+
+
+def _rss_mb(pid: int) -> float:
+    """Current resident set size of process ``pid`` in MiB (Linux ``/proc``; 0 elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return 0.0
+
+
+def bench_sizes(cases=SIZE_CASES, *, timeout: float = 900.0, max_rss_gb: float = 16.0, progress=None) -> dict:
+    """Time and peak memory of scoring one very long answer, or one answer against a very long context.
+
+    Each case of :data:`SIZE_CASES` (see :func:`size_case_example`) runs in
+    a fresh Python process pinned to one core (one BLAS thread): it loads the
+    shipped detector, scores a warm-up answer, builds the case's
+    :class:`~evqual.data.Example` with :func:`evqual.data.make_example` and
+    scores it once with :func:`evqual.scoring._score.score_examples` (the
+    production path, without the size caps of the loaders and of
+    :meth:`~evqual.models.Detector.score`).  ``seconds`` times that call;
+    ``peak_rss_mb`` is the process's peak resident set size (model and input
+    included; ``rss_before_scoring_mb`` is the peak before scoring).  A case
+    still running after ``timeout`` seconds, or above ``max_rss_gb``, is
+    stopped and reported with ``status`` ``"stopped"`` and what it reached.
+
+    Returns
+    -------
+    dict
+        ``{"cases": [...], "python", "platform", "timeout_s", "max_rss_gb"}``.
+    """
+    import json
+    import subprocess
+    import sys
+
+    env = dict(os.environ)
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[var] = "1"
+    out = []
+    for case in cases:
+        if case not in SIZE_CASES:
+            raise ValueError(f"unknown size case {case!r}; expected some of {SIZE_CASES}")
+        code = ("import json, sys; from evqual.bench import _size_case_main; "
+                f"json.dump(_size_case_main({case!r}), sys.stdout)")
+        start = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=env, text=True)
+        seen, reason = 0.0, None
+        while proc.poll() is None:
+            seen = max(seen, _rss_mb(proc.pid))
+            elapsed = time.perf_counter() - start
+            if elapsed > timeout:
+                reason = f"still running after {timeout:.0f} s"
+            elif seen > max_rss_gb * 1024:
+                reason = f"resident memory above {max_rss_gb:g} GB"
+            if reason:
+                proc.kill()
+                break
+            time.sleep(0.2)
+        stdout, stderr = proc.communicate()
+        if reason:
+            row = {"case": case, "status": "stopped", "reason": reason,
+                   "seconds_reached": round(time.perf_counter() - start, 1), "rss_reached_mb": round(seen, 1)}
+        elif proc.returncode != 0:
+            row = {"case": case, "status": "failed", "returncode": proc.returncode,
+                   "stderr": stderr.strip().splitlines()[-5:]}
+        else:
+            row = json.loads(stdout)
+            row["process_seconds"] = round(time.perf_counter() - start, 1)
+        out.append(row)
+        if progress is not None:
+            progress(row)
+    return {"cases": out, "timeout_s": timeout, "max_rss_gb": max_rss_gb, "python": platform.python_version(),
+            "platform": platform.platform()}

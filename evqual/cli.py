@@ -54,6 +54,34 @@ def _why(exc: BaseException) -> str:
     return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
 
 
+def _sha256_arg(value: str) -> str:
+    """argparse type of --model-sha256: 64 hexadecimal characters, lower-cased."""
+    import re
+
+    if not re.fullmatch(r"[0-9a-fA-F]{64}", value.strip()):
+        raise argparse.ArgumentTypeError(f"expected a SHA-256 (64 hexadecimal characters); got {value[:80]!r}")
+    return value.strip().lower()
+
+
+def _add_model_options(parser, what: str = "model folder (default: models/default)") -> None:
+    """--model and --model-sha256, shared by every command that loads a model."""
+    parser.add_argument("--model", metavar="DIR", help=what)
+    parser.add_argument("--model-sha256", type=_sha256_arg, metavar="HEX",
+                        help="refuse to load unless model.skops has this SHA-256 (checked before anything else "
+                             "is read; default: $EVQUAL_MODEL_SHA256 when set)")
+
+
+def _load_model(args, command):
+    """The detector of --model / --model-sha256; ``None`` after printing a one-line error."""
+    from .models import ModelLoadError, default_model_path, load_detector
+
+    try:
+        return load_detector(Path(args.model) if args.model else default_model_path(), sha256=args.model_sha256)
+    except ModelLoadError as exc:
+        print(f"evqual {command}: error: cannot load model: {' '.join(str(exc).split())}", file=sys.stderr)
+        return None
+
+
 def _add_fit_options(parser) -> None:
     """--calibration and --threshold-rule, shared by `evaluate` and `train`."""
     from .models import CALIBRATIONS, THRESHOLD_RULES
@@ -151,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "calibrated risk, the model's threshold, the flag and the gold label when known. Without "
                      "--data the embedded sample is used; without --model the shipped models/default."))
     pr.add_argument("--data", metavar="DIR_OR_FILE", help="dataset (default: the embedded sample)")
-    pr.add_argument("--model", metavar="DIR", help="model folder (default: models/default)")
+    _add_model_options(pr)
     pr.add_argument("--out", required=True, metavar="FILE", help="output .csv or .jsonl")
     _add_limit_options(pr)
     pr.set_defaults(func=cmd_predict)
@@ -165,7 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "status 1 if any line failed, 0 otherwise, 2 on usage errors."))
     sc.add_argument("input", metavar="IN.jsonl", nargs="?",
                     help="answers to score (default: the RAGTruth sample embedded in the package)")
-    sc.add_argument("--model", metavar="DIR", help="model folder (default: the shipped models/default)")
+    _add_model_options(sc, "model folder (default: the shipped models/default)")
     sc.add_argument("--out", metavar="OUT.jsonl", help="output file (default: standard output)")
     sc.add_argument("--policy", metavar="FILE", help="decision policy TOML (default: the built-in policy; see "
                                                    "evqual/scoring/policy_example.toml)")
@@ -184,7 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
     xp.add_argument("input", metavar="IN.jsonl", help="`evqual score` output, or answers to score")
     xp.add_argument("--html", metavar="FILE", help="write the HTML report here")
     xp.add_argument("--markdown", metavar="FILE", help="write the markdown report here")
-    xp.add_argument("--model", metavar="DIR", help="model for raw answers (default: models/default)")
+    _add_model_options(xp, "model for raw answers (default: models/default)")
     xp.add_argument("--policy", metavar="FILE", help="decision policy TOML for raw answers")
     xp.add_argument("--title", default="evqual report", help="report title")
     _add_limit_options(xp)
@@ -352,12 +380,9 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_train(args) -> int:
-    import hashlib
     import json
-    import warnings
-    from collections import Counter
 
-    from .models import Detector, save_detector
+    from .models import fit_detector, save_detector, training_data_info
 
     if not _check_method(args.method):
         return EXIT_USAGE
@@ -373,25 +398,17 @@ def cmd_train(args) -> int:
         except (OSError, ValueError) as exc:
             print(f"evqual train: error: cannot read --metrics {args.metrics}: {exc}", file=sys.stderr)
             return EXIT_USAGE
-    det = Detector(args.method, calibration=args.calibration, threshold_rule=args.threshold_rule,
-                   entity_backend=args.entity_backend)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            det.fit(result, validation_pool=args.validation_split or None)
+        det = fit_detector(result, method=args.method, calibration=args.calibration,
+                           threshold_rule=args.threshold_rule, entity_backend=args.entity_backend,
+                           validation_split=args.validation_split)
     except MissingDependencyError as exc:
         print(f"evqual train: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except ValueError as exc:
         print(f"evqual train: error: {exc}", file=sys.stderr)
         return EXIT_DATA
-    digest = hashlib.sha256()
-    for p in sorted(result.paths):
-        digest.update(Path(p).read_bytes())
-    info = {"path": label, "sha256": digest.hexdigest(), "rows": len(result),
-            "rows_by_split": dict(Counter(str(ex.split) for ex in result)),
-            "rows_by_task": dict(Counter(str(ex.task_type) for ex in result)),
-            "positives": int(sum(1 for ex in result if ex.label == 1))}
+    info = training_data_info(result, label, validation_split=args.validation_split)
     folder = save_detector(det, args.out, training_data=info, metrics=metrics)
     print(f"evqual: saved {args.method} to {folder} (threshold {det.threshold_:.3f})", file=sys.stderr)
     return EXIT_DATA if result.issues else EXIT_OK
@@ -426,17 +443,12 @@ def cmd_reproduce(args) -> int:
 def cmd_predict(args) -> int:
     import warnings
 
-    from .models import ModelLoadError, default_model_path, load_detector
-
     out = Path(args.out)
     if out.suffix.lower() not in (".csv", ".jsonl"):
         print(f"evqual predict: error: --out must end in .csv or .jsonl; got {out.name!r}", file=sys.stderr)
         return EXIT_USAGE
-    model_path = Path(args.model) if args.model else default_model_path()
-    try:
-        det = load_detector(model_path)
-    except ModelLoadError as exc:
-        print(f"evqual predict: error: cannot load model: {exc}", file=sys.stderr)
+    det = _load_model(args, "predict")
+    if det is None:
         return EXIT_USAGE
     limits = _limits(args, "predict")
     if limits is None:
@@ -479,7 +491,6 @@ def cmd_predict(args) -> int:
 
 def _detector_and_policy(args, command):
     """Load --model and --policy; ``(detector, policy, None)`` or ``(None, None, exit status)``."""
-    from .models import ModelLoadError, default_model_path, load_detector
     from .scoring import Policy, load_policy
 
     policy = Policy()
@@ -489,10 +500,8 @@ def _detector_and_policy(args, command):
         except (OSError, ValueError) as exc:
             print(f"evqual {command}: error: --policy: {exc}", file=sys.stderr)
             return None, None, EXIT_USAGE
-    try:
-        det = load_detector(Path(args.model) if args.model else default_model_path())
-    except ModelLoadError as exc:
-        print(f"evqual {command}: error: cannot load model: {exc}", file=sys.stderr)
+    det = _load_model(args, command)
+    if det is None:
         return None, None, EXIT_USAGE
     return det, policy, None
 

@@ -5,6 +5,7 @@
     python scripts/bench.py score --data ../shared/data/ragtruth --json bench_score.json
     python scripts/bench.py stages --data ../shared/data/ragtruth --json bench_stages.json
     python scripts/bench.py fit --data ../shared/data/ragtruth --json bench_fit.json
+    python scripts/bench.py sizes --json docs/bench/sizes.json   # very long answers and contexts
 
 The benchmark pins itself to one CPU core and one BLAS thread; the logic lives
 in :mod:`evqual.bench`, this script only parses arguments.
@@ -44,11 +45,22 @@ def main(argv=None) -> int:
     ft.add_argument("--data", default=None, help="dataset path (default: the embedded sample)")
     ft.add_argument("--method", default="evqual")
     ft.add_argument("--json", required=True, help="where to write the result JSON")
+    sz = sub.add_parser("sizes", help="time and peak memory of one answer of 1k-100k sentences, or against a "
+                                      "1-100 MB context (each case in a fresh process on one core)")
+    sz.add_argument("--json", required=True, help="where to write the result JSON")
+    sz.add_argument("--cases", default=None, help="comma-separated subset of the cases (default: all)")
+    sz.add_argument("--timeout", type=float, default=900.0, help="seconds after which a case is stopped")
+    sz.add_argument("--max-rss-gb", type=float, default=16.0, help="resident memory at which a case is stopped")
     args = ap.parse_args(argv)
 
-    from evqual.bench import bench_featurize, bench_fit, bench_score, bench_stages, pin_one_core
+    from evqual.bench import (SIZE_CASES, bench_featurize, bench_fit, bench_score, bench_sizes, bench_stages,
+                              pin_one_core)
 
-    if args.command == "fit":
+    if args.command == "sizes":
+        cases = tuple(args.cases.split(",")) if args.cases else SIZE_CASES
+        result = bench_sizes(cases, timeout=args.timeout, max_rss_gb=args.max_rss_gb,
+                             progress=lambda row: print(json.dumps(row), file=sys.stderr, flush=True))
+    elif args.command == "fit":
         result = bench_fit(args.data, args.method)  # both cores, as `evqual train` runs
     else:
         pin_one_core()

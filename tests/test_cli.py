@@ -148,3 +148,34 @@ def test_methods_command(capsys):
     assert main(["methods"]) == 0
     out = capsys.readouterr().out
     assert "semantic-eq-gb" in out and "ecs-span" in out and "evqual-meta" in out
+
+
+def _readme_commands():
+    """Flags per command of the README's command-line block."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    block = text.split("## Command line", 1)[1].split("```text", 1)[1].split("```", 1)[0]
+    flags, current = {}, None
+    for line in block.splitlines():
+        m = re.match(r"evqual (\w+)", line)
+        if m:
+            current = m.group(1)
+            flags.setdefault(current, set())
+        if current:
+            flags[current] |= set(re.findall(r"(--[a-z][a-z0-9-]*)", line.split("#")[0]))
+    return flags
+
+
+def test_readme_command_block_matches_every_help(capsys):
+    """Every flag the README shows exists, and every flag of --help is in the README."""
+    from evqual.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    readme = _readme_commands()
+    assert set(readme) >= set(sub.choices), "commands missing from the README block"
+    for name, sp in sub.choices.items():
+        helped = {o for a in sp._actions for o in a.option_strings if o.startswith("--") and o != "--help"}
+        assert readme[name] == helped, (name, sorted(readme[name] ^ helped))

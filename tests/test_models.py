@@ -287,15 +287,6 @@ def test_missing_model_folder(tmp_path):
         load_detector(tmp_path / "m")
 
 
-def test_untrusted_type_is_refused(saved, tmp_path, monkeypatch):
-    import skops.io as sio
-
-    dst = _copy(saved[1], tmp_path)
-    monkeypatch.setattr(sio, "get_untrusted_types", lambda file: ["os.system"])
-    with pytest.raises(ModelLoadError, match="allow-list"):
-        load_detector(dst)
-
-
 def test_fast_tree_and_text_paths_equal_scikit_learn():
     from sklearn.ensemble import HistGradientBoostingClassifier
 

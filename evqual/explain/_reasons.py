@@ -38,6 +38,7 @@ Examples
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
@@ -103,12 +104,20 @@ def citation_for(example, analysis, i: int) -> Citation | None:
     if k < 0 or k >= len(example.chunks):
         return None
     c = example.chunks[k]
-    return Citation(c.id, k, c.start, c.end, example.context[c.start:c.end], float(analysis.match.recall[i]))
+    # the context index holds every chunk's text once: sentences citing one chunk share that string
+    index = getattr(analysis, "index", None)
+    texts = getattr(index, "chunk_texts", None)
+    text = texts[k] if texts is not None and k < len(texts) else example.context[c.start:c.end]
+    return Citation(c.id, k, c.start, c.end, text, float(analysis.match.recall[i]))
 
 
-def _closest_number(mention, chunk_text: str, sentence_values: set):
-    """The number of the chunk most like ``mention`` (same unit first, then nearest value)."""
-    cands = [m for m in extract_numbers(chunk_text) if m.value not in sentence_values]
+def _closest_number(mention, chunk, sentence_values: set):
+    """The number of the chunk most like ``mention`` (same unit first, then nearest value).
+
+    ``chunk`` is the chunk's text or its number mentions (already extracted).
+    """
+    mentions = extract_numbers(chunk) if isinstance(chunk, str) else chunk
+    cands = [m for m in mentions if m.value not in sentence_values]
     if not cands:
         return None
 
@@ -167,7 +176,7 @@ def sentence_reasons(example, analysis, i: int, *, risk: float | None = None, ci
     numbers, unsup_numbers = analysis.numbers
     sentence_values = {m.value for m in numbers[i]} | {m.raw_value for m in numbers[i]}
     for m in unsup_numbers[i]:
-        ev = _closest_number(m, example.chunk_text(k), sentence_values) if k >= 0 else None
+        ev = _closest_number(m, _chunk_mentions(example, index, k), sentence_values) if k >= 0 else None
         if ev is not None:
             out.append(_reason("NUMBER_CONFLICT", mention=m.text, evidence=ev.text, chunk_id=chunk_id,
                                start=m.start, end=m.end))
@@ -175,10 +184,10 @@ def sentence_reasons(example, analysis, i: int, *, risk: float | None = None, ci
             out.append(_reason("NUMBER_UNSUPPORTED", mention=m.text, start=m.start, end=m.end))
     for ent in analysis.unsupported_entities[i]:
         out.append(_reason("ENTITY_UNSUPPORTED", mention=ent.text, label=ent.label, start=ent.start, end=ent.end))
-    covered = [(r.details["start"], r.details["end"]) for r in out if "start" in r.details]
+    overlaps = _overlap_test([(r.details["start"], r.details["end"]) for r in out if "start" in r.details])
     singles = []
     for a, b, words in _novel_runs(output, s, e, index.vocab, analysis.query_vocab):
-        if any(a < ce and b > cs for cs, ce in covered):
+        if overlaps(a, b):
             continue  # already explained as a number or an entity
         if len(words) >= 2:
             out.append(_reason("NOVEL_PHRASE", phrase=output[a:b], start=a, end=b))
@@ -210,8 +219,11 @@ def sentence_reasons(example, analysis, i: int, *, risk: float | None = None, ci
             or sent["sent.structure.absent.v1"][i]):
         out.extend(_field_reasons(output, s, e, index))
     if sent["sent.refusal.v1"][i] and index.n_chunks:
-        q = analysis.query_vocab
-        cov = (sum(1 for t in q if t in index.vocab) / len(q)) if q else 0.0
+        # the share of the query's content words in the context: the coverage feature, computed once
+        cov = analysis.response.get("coverage.query_context.v1")
+        if cov is None:
+            q = analysis.query_vocab
+            cov = (sum(1 for t in q if t in index.vocab) / len(q)) if q else 0.0
         if cov >= 0.5:
             out.append(_reason("REFUSAL_WITH_CONTEXT", query_coverage=cov))
     if not out and risk is not None:
@@ -219,15 +231,51 @@ def sentence_reasons(example, analysis, i: int, *, risk: float | None = None, ci
     return out
 
 
+def _chunk_mentions(example, index, k: int):
+    """Number mentions of chunk ``k``, extracted once per context (cached on its index)."""
+    if index is not None and hasattr(index, "chunk_mentions"):
+        return index.chunk_mentions(k)
+    return extract_numbers(example.chunk_text(k))
+
+
+def _overlap_test(intervals):
+    """A function telling whether ``[a, b)`` overlaps any of ``intervals`` (``(start, end)`` pairs).
+
+    Intervals sorted by start with the running maximum of their ends answer
+    each test with one binary search: some interval overlaps ``[a, b)`` when
+    one of those starting before ``b`` ends after ``a``.
+
+    >>> f = _overlap_test([(10, 12), (2, 4)])
+    >>> f(0, 2), f(3, 5), f(4, 10), f(11, 20)
+    (False, True, False, True)
+    """
+    if not intervals:
+        return lambda a, b: False
+    ordered = sorted(intervals)
+    starts = [cs for cs, _ in ordered]
+    reach, top = [], None
+    for _, ce in ordered:
+        top = ce if top is None or ce > top else top
+        reach.append(top)
+
+    def overlaps(a, b) -> bool:
+        k = bisect.bisect_left(starts, b)
+        return k > 0 and reach[k - 1] > a
+
+    return overlaps
+
+
 def _field_reasons(output, s, e, index) -> list[Reason]:
-    from ..features._structure import KNOWN_ATTRIBUTES, NEGATION_RE, _mentions, _norm
+    from ..features._structure import KNOWN_ATTRIBUTES, NEGATION_RE, _mentions, _norm, candidate_fields, field_lookup
 
     fields, keys = index.fields
     toks = [t.lower() for t in _TOKEN_RE.findall(output[s:e])]
     tset = {_norm(t) for t in toks if t not in STOP_WORDS} | set(toks)
     negated = NEGATION_RE.search(output, s, e) is not None
     out = []
-    for label, kind, phrase, joined in fields:
+    lookup = index.field_lookup if hasattr(index, "field_lookup") else field_lookup(fields)
+    for j in candidate_fields(lookup, tset):
+        label, kind, phrase, joined = fields[j]
         if not _mentions(phrase, joined, tset):
             continue
         if kind == "null":

@@ -153,7 +153,8 @@ def analyze(example, entities, cache: ContextCache | None = None) -> Analysis:
     refusal = refusal_sentence(output, sentences)
     ecs_values = ecs(match, drift_s["sent.number.new_rate.v2"], drift_s["sent.entity.unsupported_rate.v1"])
     fields, field_keys = index.fields
-    struct_s = structure_sentence(output, sentences, sent_tokens, fields, field_keys)
+    struct_s = structure_sentence(output, sentences, sent_tokens, fields, field_keys,
+                                  index.field_lookup if fields else None)
     novelty_s = novelty_sentence(sent_tokens, index.vocab, q_set, index.bigrams)
     negation_s = negation_sentence(output, sentences, sent_tokens, match.nearest, match.recall, index)
 

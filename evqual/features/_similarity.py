@@ -36,7 +36,7 @@ from collections import Counter, OrderedDict
 import numpy as np
 from scipy import sparse
 
-from ..text import STOP_WORDS, context_number_values
+from ..text import STOP_WORDS, context_number_values, extract_numbers
 from ..text._tokens import TOKEN_PATTERN
 
 __all__ = ["ContextIndex", "SentenceMatch", "ContextCache", "BM25_K1", "BM25_B", "BM25_EPSILON"]
@@ -80,12 +80,14 @@ class ContextIndex:
         indptr, indices, data = [0], [], []
         dl, n_tokens = [], 0
         chunk_tokens: list[list[str]] = []
-        all_context_tokens: list[str] = []
+        context_words: set[str] = set()  # distinct tokens, stop words included (spelled-out numbers)
+        canon: dict[str, str] = {}  # one string object per distinct token, however often it occurs
+        intern = canon.setdefault
         stop = STOP_WORDS
         for text in self.chunk_texts:
             all_toks = _TOKEN_RE.findall(text.lower())
-            toks = [t for t in all_toks if t not in stop]
-            all_context_tokens.extend(all_toks)
+            toks = [intern(t, t) for t in all_toks if t not in stop]
+            context_words.update(all_toks)
             chunk_tokens.append(toks)
             n_tokens += len(all_toks)
             # Counter keeps first-appearance order, so ids and column order are as a token loop gives them
@@ -127,6 +129,7 @@ class ContextIndex:
         self.idf_bm25_novel = math.log(C + 0.5) - math.log(0.5)
         k_c = BM25_K1 * (1 - BM25_B + BM25_B * self.doc_len / self._avgdl_safe)
         bm25_vals = self.idf_bm25_floored[cols] * vals * (BM25_K1 + 1) / (vals + k_c[rows])
+        self._term_chunk = None
         if C * V <= _DENSE_LIMIT:
             mats = []
             for v in (np.ones_like(vals), tfidf_vals, bm25_vals):
@@ -135,17 +138,22 @@ class ContextIndex:
                 mats.append(m)
             self._mats = tuple(mats)
             self._dense = True
+            self._entry_values = (np.ones_like(vals), tfidf_vals, bm25_vals)
         else:
             self._mats = tuple(sparse.csc_matrix((v, (rows, cols)), shape=(C, V))
                                for v in (np.ones_like(vals), tfidf_vals, bm25_vals))
             self._dense = False
+            # a chunks x terms CSC matrix is, transposed, the terms x chunks CSR one (shared arrays)
+            self._term_chunk = tuple(m.T for m in self._mats)
         # one pass over the chunks joined by new lines (no number spans a chunk boundary that way);
         # per-chunk sets are computed only when a numeric-conflict check needs them
-        self.numbers: set[str] = context_number_values("\n".join(self.chunk_texts), all_context_tokens)
+        self.numbers: set[str] = context_number_values("\n".join(self.chunk_texts), context_words)
         self._chunk_numbers: dict[int, set[str]] = {}
+        self._chunk_mentions: dict[int, tuple] = {}
         self.chunk_tokens = chunk_tokens
         self._bigrams = None
         self._fields = None
+        self._field_lookup = None
         self._negation: dict[int, tuple] = {}
 
     @property
@@ -164,6 +172,15 @@ class ContextIndex:
             self._fields = parse_fields(self.chunk_texts)
         return self._fields
 
+    @property
+    def field_lookup(self) -> dict:
+        """:func:`evqual.features._structure.field_lookup` of :attr:`fields` (computed on first use)."""
+        if self._field_lookup is None:
+            from ._structure import field_lookup
+
+            self._field_lookup = field_lookup(self.fields[0])
+        return self._field_lookup
+
     def chunk_negation(self, k: int) -> tuple[bool, set]:
         """Whether chunk ``k`` has a negation cue, and its content-token set."""
         got = self._negation.get(k)
@@ -180,6 +197,34 @@ class ContextIndex:
         if got is None:
             got = self._chunk_numbers[k] = context_number_values(self.chunk_texts[k])
         return got
+
+    def chunk_mentions(self, k: int) -> tuple:
+        """Number mentions of chunk ``k`` (:func:`evqual.text.extract_numbers`, computed on first use)."""
+        got = self._chunk_mentions.get(k)
+        if got is None:
+            got = self._chunk_mentions[k] = tuple(extract_numbers(self.chunk_texts[k]))
+        return got
+
+    @property
+    def term_chunk(self) -> tuple:
+        """``(binary, tfidf, bm25)`` term x chunk CSR matrices (V x C).
+
+        For a large context these are the transposes of the chunk x term
+        matrices (no copy); for a small one they are built on first use.
+
+        Row ``j`` lists the chunks holding term ``j`` (its postings) with the
+        chunk-side values of each measure; the sparse path of
+        :class:`SentenceMatch` multiplies sentence-term rows by them.
+        """
+        if self._term_chunk is None:
+            rows, cols, _ = self._coo
+            shape = (len(self.vocab), self.n_chunks)
+            order = np.lexsort((rows, cols))  # by term, then chunk: CSR order without duplicates
+            indptr = np.zeros(shape[0] + 1, dtype=np.int64)
+            np.cumsum(np.bincount(cols, minlength=shape[0]), out=indptr[1:])
+            self._term_chunk = tuple(sparse.csr_matrix((v[order], rows[order], indptr), shape=shape)
+                                     for v in self._entry_values)
+        return self._term_chunk
 
     def _columns(self, cols: np.ndarray):
         if self._dense:
@@ -228,19 +273,36 @@ class SentenceMatch:
         nearest chunk, ``support`` against the whole context.
     n_content : float array
         Distinct content tokens per sentence.
+
+    Notes
+    -----
+    Two evaluation paths compute the same measures.  Small inputs (every
+    dense sentences x terms, sentences x chunks and chunks x terms matrix at
+    most :data:`DENSE_CELLS` cells: every RAGTruth answer) use dense numpy
+    products, as evqual always has, so the values the shipped models were
+    trained on are kept bit for bit.  Larger inputs use a sparse
+    sentence-term matrix (never sentences x vocabulary) and sparse products
+    against the context's term-chunk matrices, a block of sentences at a
+    time, keeping only the per-sentence results: time and memory grow with
+    the tokens and the (sentence, chunk) pairs that share a term.  The two
+    paths agree up to rounding in the last bits of sums (a dense BLAS
+    product's summation order depends on the matrices' shapes; the sparse
+    path adds each sentence's terms in a fixed order).
     """
 
     def __init__(self, index: ContextIndex, sentences_tokens):
         S = len(sentences_tokens)
         C = index.n_chunks
         vocab = index.vocab
-        # local columns: context terms first (in order of appearance), novel terms after
+        self._sentences_tokens = sentences_tokens
+        self._vocab = vocab
+        self._novel = None
+        # local columns: context terms first (in vocabulary order), novel terms after (first appearance)
         lengths = [len(toks) for toks in sentences_tokens]
         flat_toks = [t for toks in sentences_tokens for t in toks]
-        ids = np.array([vocab.get(t, -1) for t in flat_toks], dtype=np.int64)
+        ids = np.fromiter((vocab.get(t, -1) for t in flat_toks), dtype=np.int64, count=len(flat_toks))
         rows = np.repeat(np.arange(S, dtype=np.int64), lengths)
         is_known = ids >= 0
-        # context terms: local columns in vocabulary order; novel terms after them
         known_ids = ids[is_known]
         cols = np.unique(known_ids)
         k_local = np.searchsorted(cols, known_ids)
@@ -251,10 +313,16 @@ class SentenceMatch:
         width = u + nv
         local = np.empty(len(flat_toks), dtype=np.int64)
         local[is_known] = k_local
-        local[~is_known] = np.array([novel_cols[t] for t in novel_list], dtype=np.int64) + u
+        local[~is_known] = np.fromiter((novel_cols[t] for t in novel_list), dtype=np.int64,
+                                       count=len(novel_list)) + u
+        if S * width <= DENSE_CELLS and S * C <= DENSE_CELLS and C * u <= DENSE_CELLS:
+            self._dense(index, S, C, rows, local, cols, u, nv, width)
+        else:
+            self._sparse(index, S, C, rows, local, cols, u, nv, width)
+
+    # ------------------------------------------------------------------ small inputs: dense products
+    def _dense(self, index, S, C, rows, local, cols, u, nv, width):
         Q = np.bincount(rows * width + local, minlength=S * width).astype(np.float64).reshape(S, width)
-        self._sentences_tokens = sentences_tokens
-        self._vocab = vocab
         present = Q > 0
         n_uniq = present.sum(axis=1).astype(np.float64)
         n_known = present[:, :u].sum(axis=1).astype(np.float64)
@@ -263,10 +331,7 @@ class SentenceMatch:
         safe_n = np.maximum(n_uniq, 1.0)
         self.support = np.where(empty, 1.0, n_known / safe_n)
         if C == 0:
-            zeros = np.where(empty, 1.0, 0.0)
-            self.nearest = np.full(S, -1, dtype=np.int64)
-            self.jaccard = self.recall = self.tfidf = self.bm25 = zeros
-            self.precision = np.zeros(S)
+            self._no_chunk(S, empty)
             return
         Bsub, Tsub, Msub = index._columns(cols)
         Qk = Q[:, :u]
@@ -285,27 +350,143 @@ class SentenceMatch:
             nearest = np.where(no_cos, np.argmax(jac, axis=1), nearest)
         ar = np.arange(S)
         inter_n = inter[ar, nearest]
-        cu = index.chunk_uniq[nearest]
-        self.recall = np.where(empty, 1.0, inter_n / safe_n)
-        self.precision = np.where(empty | (cu == 0), 0.0, inter_n / np.maximum(cu, 1.0))
         # BM25: best chunk score over the sentence's score against itself
         best = (Qk @ Msub.T).max(axis=1)
         len_s = Q.sum(axis=1)
         k_s = BM25_K1 * (1 - BM25_B + BM25_B * len_s / index._avgdl_safe)
         idf_b = np.concatenate([index.idf_bm25_floored[cols], np.full(nv, index.idf_bm25_novel)])
         self_score = (Q * idf_b * Q * (BM25_K1 + 1) / (Q + k_s[:, None])).sum(axis=1)
+        self._finish(index, empty, safe_n, nearest, inter_n, jac.max(axis=1), best_cos, best, self_score)
+
+    # ------------------------------------------------------------------ large inputs: sparse, in blocks
+    def _sparse(self, index, S, C, rows, local, cols, u, nv, width):
+        # one entry per (sentence, distinct term), sorted by sentence then local column: the CSR layout
+        keys, counts = np.unique(rows * width + local, return_counts=True)
+        e_row, e_col = keys // width, keys % width
+        q = counts.astype(np.float64)
+        n_uniq = np.bincount(e_row, minlength=S).astype(np.float64)
+        known = e_col < u
+        n_known = np.bincount(e_row[known], minlength=S).astype(np.float64)
+        self.n_content = n_uniq
+        empty = n_uniq == 0
+        safe_n = np.maximum(n_uniq, 1.0)
+        self.support = np.where(empty, 1.0, n_known / safe_n)
+        if C == 0:
+            self._no_chunk(S, empty)
+            return
+        k_term = cols[e_col[known]]  # vocabulary id of each known entry
+        idf_t = np.full(len(q), index.idf_tfidf_novel)
+        idf_t[known] = index.idf_tfidf[k_term]
+        qw = q * idf_t
+        # per-row sums add each sentence's terms in column order
+        snorm = np.sqrt(np.bincount(e_row, weights=qw * qw, minlength=S))
+        len_s = np.bincount(e_row, weights=q, minlength=S)
+        k_s = BM25_K1 * (1 - BM25_B + BM25_B * len_s / index._avgdl_safe)
+        idf_b = np.full(len(q), index.idf_bm25_novel)
+        idf_b[known] = index.idf_bm25_floored[k_term]
+        self_score = np.bincount(e_row, weights=q * idf_b * q * (BM25_K1 + 1) / (q + k_s[e_row]), minlength=S)
+        nearest = np.zeros(S, dtype=np.int64)
+        inter_n, jac_max = np.zeros(S), np.zeros(S)
+        best_cos, best = np.zeros(S), np.zeros(S)
+        # sentence-term matrices over the context vocabulary (known terms only), CSR
+        k_row = e_row[known]
+        indptr = np.zeros(S + 1, dtype=np.int64)
+        np.cumsum(np.bincount(k_row, minlength=S), out=indptr[1:])
+        data = (np.ones(len(k_row)), qw[known], q[known])
+        TB, TT, TM = index.term_chunk
+        # blocks of sentences whose (sentence, chunk) pairs stay under a budget
+        postings = np.diff(TB.indptr)[k_term].astype(np.float64)
+        cost = np.concatenate([[0.0], np.cumsum(np.bincount(k_row, weights=postings, minlength=S) + 1.0)])
+        V = len(index.vocab)
+        r0 = 0
+        while r0 < S:
+            r1 = int(np.searchsorted(cost, cost[r0] + _PAIR_BUDGET, side="right")) - 1
+            r1 = min(max(r1, r0 + 1), S)
+            a, b = int(indptr[r0]), int(indptr[r1])
+            if b > a:
+                ptr = indptr[r0:r1 + 1] - a
+                shape = (r1 - r0, V)
+                inter, cnum, bm = (
+                    _sorted(sparse.csr_matrix((d[a:b], k_term[a:b], ptr), shape=shape) @ m)
+                    for d, m in zip(data, (TB, TT, TM)))
+                # every product is positive exactly where a sentence and a chunk share a term: one pattern
+                if not (np.array_equal(cnum.indices, inter.indices) and np.array_equal(bm.indices, inter.indices)):
+                    raise AssertionError("sparse products of one block differ in pattern")
+                n = r1 - r0
+                e_r = np.repeat(np.arange(n), np.diff(inter.indptr))
+                g = e_r + r0
+                iv = inter.data
+                cos = cnum.data / np.maximum(snorm[g], 1e-12)
+                jac = iv / np.maximum(n_uniq[g] + index.chunk_uniq[inter.indices] - iv, 1.0)
+                mx, pos = _row_max_first(inter.indptr, cos, n)
+                hit = pos >= 0
+                best_cos[r0:r1] = mx
+                nearest[r0:r1][hit] = inter.indices[pos[hit]]
+                inter_n[r0:r1][hit] = iv[pos[hit]]
+                jac_max[r0:r1] = _row_max_first(inter.indptr, jac, n)[0]
+                best[r0:r1] = _row_max_first(bm.indptr, bm.data, n)[0]
+            r0 = r1
+        self._finish(index, empty, safe_n, nearest, inter_n, jac_max, best_cos, best, self_score)
+
+    # ------------------------------------------------------------------ shared
+    def _no_chunk(self, S, empty):
+        zeros = np.where(empty, 1.0, 0.0)
+        self.nearest = np.full(S, -1, dtype=np.int64)
+        self.jaccard = self.recall = self.tfidf = self.bm25 = zeros
+        self.precision = np.zeros(S)
+
+    def _finish(self, index, empty, safe_n, nearest, inter_n, jac_max, best_cos, best, self_score):
+        cu = index.chunk_uniq[nearest]
+        self.recall = np.where(empty, 1.0, inter_n / safe_n)
+        self.precision = np.where(empty | (cu == 0), 0.0, inter_n / np.maximum(cu, 1.0))
         bm25 = np.where(empty, 1.0, best / np.maximum(self_score, 1e-12))
         self.nearest = nearest
-        self.jaccard = np.where(empty, 1.0, jac.max(axis=1))
+        self.jaccard = np.where(empty, 1.0, jac_max)
         self.tfidf = np.where(empty, 1.0, np.clip(best_cos, 0.0, 1.0))
         self.bm25 = np.clip(bm25, 0.0, 1.0)
-
 
     @property
     def novel_tokens(self) -> list[list[str]]:
         """Per sentence, its distinct content tokens absent from the context (in order)."""
-        vocab = self._vocab
-        return [list(dict.fromkeys(t for t in toks if t not in vocab)) for toks in self._sentences_tokens]
+        if self._novel is None:
+            vocab = self._vocab
+            self._novel = [list(dict.fromkeys(t for t in toks if t not in vocab))
+                           for toks in self._sentences_tokens]
+        return self._novel
+
+
+DENSE_CELLS = 1 << 18
+"""Largest dense matrix (cells) :class:`SentenceMatch` builds; larger inputs take the sparse path."""
+
+_PAIR_BUDGET = 1 << 20  # (sentence, chunk) pairs per block of the sparse path (a few tens of MB at most)
+
+
+def _sorted(m):
+    """``m`` as CSR with sorted column indices (scipy's product leaves rows unsorted)."""
+    m = m.tocsr()
+    m.sort_indices()
+    return m
+
+
+def _row_max_first(indptr, values, n):
+    """Per row of a CSR matrix with sorted columns: the largest value and the entry of its first column.
+
+    Empty rows get maximum 0 and entry ``-1``.  Stored values are positive,
+    so taking the first stored column of the maximum is what ``argmax`` over
+    the dense row gives (and an empty row's ``argmax`` is column 0).
+    """
+    counts = np.diff(indptr)
+    nz = counts > 0
+    mx = np.zeros(n)
+    pos = np.full(n, -1, dtype=np.int64)
+    if not nz.any():
+        return mx, pos
+    starts = indptr[:-1][nz]
+    mx[nz] = np.maximum.reduceat(values, starts)
+    e_r = np.repeat(np.arange(n), counts)
+    entry = np.where(values == mx[e_r], np.arange(len(values)), np.iinfo(np.int64).max)
+    pos[nz] = np.minimum.reduceat(entry, starts)
+    return mx, pos
 
 
 class ContextCache:

@@ -110,15 +110,48 @@ def _mentions(phrase, joined, toks: set) -> bool:
     return bool(joined) and joined in toks
 
 
-def structure_sentence(output: str, sentences, sent_tokens, fields, field_keys) -> dict:
-    """Per-sentence counts of conflicting, null and absent field mentions."""
+def field_lookup(fields) -> dict:
+    """Token to the indices of the fields a sentence holding it may mention (in field order).
+
+    A field can only be mentioned by a sentence holding the first token of
+    its phrase or its concatenation, so looking the sentence's tokens up
+    gives every candidate without scanning all fields (see
+    :func:`candidate_fields`).
+    """
+    lookup: dict = {}
+    for j, (_, _, phrase, joined) in enumerate(fields):
+        keys = {phrase[0]} if phrase else set()
+        if joined:
+            keys.add(joined)
+        for key in keys:
+            lookup.setdefault(key, []).append(j)
+    return lookup
+
+
+def candidate_fields(lookup: dict, tset) -> list[int]:
+    """Indices (ascending) of the fields whose mention test can pass for the token set ``tset``."""
+    found = set()
+    for t in tset:
+        got = lookup.get(t)
+        if got:
+            found.update(got)
+    return sorted(found)
+
+
+def structure_sentence(output: str, sentences, sent_tokens, fields, field_keys, lookup=None) -> dict:
+    """Per-sentence counts of conflicting, null and absent field mentions.
+
+    ``lookup`` is :func:`field_lookup` of ``fields`` (built here when not given).
+    """
     n = len(sentences)
     conflict, null, absent = np.zeros(n), np.zeros(n), np.zeros(n)
     if fields:
+        lookup = field_lookup(fields) if lookup is None else lookup
         for i, ((s, e), toks) in enumerate(zip(sentences, sent_tokens)):
             tset = {_norm(t) for t in toks} | set(toks)
             negated = NEGATION_RE.search(output, s, e) is not None
-            for _, kind, phrase, joined in fields:
+            for j in candidate_fields(lookup, tset):
+                _, kind, phrase, joined = fields[j]
                 if not _mentions(phrase, joined, tset):
                     continue
                 if kind == "null":

@@ -7,6 +7,7 @@ not mention", "no information about", "not provided in", and similar.
 
 from __future__ import annotations
 
+import bisect
 import re
 
 import numpy as np
@@ -44,11 +45,12 @@ def refusal_sentence(output: str, sentences) -> np.ndarray:
     flags = np.zeros(len(sentences))
     if not sentences:
         return flags
+    # sentences are ordered and non-overlapping: only the last one starting at or before a match can hold it
+    starts = [s for s, _ in sentences]
     for m in _REFUSAL_RE.finditer(output):
-        for i, (s, e) in enumerate(sentences):
-            if s <= m.start() and m.end() <= e:
-                flags[i] = 1.0
-                break
+        i = bisect.bisect_right(starts, m.start()) - 1
+        if i >= 0 and m.end() <= sentences[i][1]:
+            flags[i] = 1.0
     return flags
 
 

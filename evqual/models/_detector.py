@@ -23,6 +23,7 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.metrics import f1_score, make_scorer, precision_score, recall_score
 from sklearn.model_selection import FixedThresholdClassifier, StratifiedGroupKFold, TunedThresholdClassifierCV
 
+from ._fasttrees import fast_decision, fast_proba
 from ._frame import TOK, FrameBuilder
 from ._methods import MethodSpec, get_method
 from ._spans import tokens_to_spans
@@ -322,7 +323,7 @@ class Detector:
     def predict_proba_frame(self, frame) -> np.ndarray:
         """Calibrated response risk in [0, 1] for each row of a frame."""
         if self.calibrator_ is None:
-            return self.model_.predict_proba(frame)[:, 1]
+            return fast_proba(self.model_, frame)[:, 1]
         return self._calibrate(self._calibration_input(frame))
 
     def _calibration_input(self, frame, proba=None) -> np.ndarray:
@@ -334,8 +335,8 @@ class Detector:
         :attr:`calibrator_`.
         """
         if hasattr(self.model_, "decision_function"):
-            return np.asarray(self.model_.decision_function(frame), dtype=float).ravel()
-        return (proba if proba is not None else self.model_.predict_proba(frame))[:, 1]
+            return fast_decision(self.model_, frame)
+        return (proba if proba is not None else fast_proba(self.model_, frame))[:, 1]
 
     def _calibrate(self, score) -> np.ndarray:
         return np.clip(self.calibrator_.predict(score), 0.0, 1.0)
@@ -359,18 +360,22 @@ class Detector:
         if hasattr(model, "predict_proba_and_sentences"):
             proba, sent = model.predict_proba_and_sentences(frame)
         else:
-            proba, sent = model.predict_proba(frame), self.sentence_proba_frame(frame)
+            proba, sent = fast_proba(model, frame), self.sentence_proba_frame(frame)
         if self.calibrator_ is None:
             return proba[:, 1], sent
         return self._calibrate(self._calibration_input(frame, proba)), sent
 
     # ------------------------------------------------------------------ production scoring
     @classmethod
-    def load(cls, path=None) -> "Detector":
-        """Load a saved detector (default: the shipped ``models/default``); see :func:`evqual.models.load_detector`."""
+    def load(cls, path=None, *, sha256: str | None = None) -> "Detector":
+        """Load a saved detector (default: the shipped ``models/default``); see :func:`evqual.models.load_detector`.
+
+        ``sha256`` pins the SHA-256 of ``model.skops`` (checked before
+        anything else is read); without it, ``$EVQUAL_MODEL_SHA256`` when set.
+        """
         from ._io import default_model_path, load_detector
 
-        return load_detector(path if path is not None else default_model_path())
+        return load_detector(path if path is not None else default_model_path(), sha256=sha256)
 
     def score(self, *, query=None, context, output, task_type=None, metadata=None, id=None, policy=None,
               limits=None):

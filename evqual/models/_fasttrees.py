@@ -1,12 +1,18 @@
-"""Fast prediction for small batches: fitted tree ensembles and text models as flat arrays.
+"""Fast prediction: fitted tree ensembles and text models as flat arrays.
 
 scikit-learn's ``HistGradientBoostingClassifier.predict_proba`` walks its trees
 one Python call per tree, about 4 microseconds each; for one response and the
 ~550 trees of evqual's two boosted models that alone costs ~2 ms.
 :func:`hgb_proba` traverses every tree at once with numpy (one step per tree
-level) and gives the same probabilities (a test checks equality).  Compiled
+level) and gives bit for bit the probabilities scikit-learn gives: each row's
+raw score is its trees' leaf values added one tree at a time after the
+baseline, in scikit-learn's order (a test checks equality).  Compiled
 arrays are cached per fitted estimator in memory; nothing is added to saved
 models.
+
+A row's probability never depends on the other rows predicted with it
+(:func:`fast_proba`): every path computes each row alone in a fixed order,
+so results do not change with the batch size.
 
 Only numerical splits are compiled (evqual's features are all numerical); an
 estimator with categorical splits falls back to scikit-learn.
@@ -14,6 +20,7 @@ estimator with categorical splits falls back to scikit-learn.
 
 from __future__ import annotations
 
+import math
 import weakref
 
 import numpy as np
@@ -22,7 +29,7 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline
 
-__all__ = ["hgb_proba", "fast_proba"]
+__all__ = ["hgb_proba", "fast_proba", "fast_decision"]
 
 _CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
@@ -81,7 +88,7 @@ class _Compiled:
                 if has_nan:
                     go_left = np.where(np.isnan(x), self.missing_loop[node], go_left)
                 node = np.where(go_left, self.left_loop[node], self.right_loop[node])
-            return self.value[node].reshape(n, T).sum(axis=1) + self.baseline
+            return self._add_trees(self.value[node].reshape(n, T))
         pos = np.arange(n * T)
         final = np.empty(n * T, dtype=np.int64)
         while len(node):
@@ -97,7 +104,19 @@ class _Compiled:
             if has_nan:
                 go_left = np.where(np.isnan(x), self.missing_left[node], go_left)
             node = np.where(go_left, self.left[node], self.right[node])
-        return self.value[final].reshape(n, T).sum(axis=1) + self.baseline
+        return self._add_trees(self.value[final].reshape(n, T))
+
+    def _add_trees(self, leaf_values: np.ndarray) -> np.ndarray:
+        """Raw scores as scikit-learn adds them: the baseline, then each tree's leaf value in tree order.
+
+        ``np.cumsum`` adds strictly one term after another, so each row gets
+        exactly scikit-learn's sum (``np.sum`` would add pairwise).
+        """
+        n = len(leaf_values)
+        terms = np.empty((n, leaf_values.shape[1] + 1))
+        terms[:, 0] = self.baseline
+        terms[:, 1:] = leaf_values
+        return np.cumsum(terms, axis=1)[:, -1]
 
 
 _LOOP_PAIRS = 4096  # (row, tree) pairs up to which every pair takes every step (fewer numpy calls)
@@ -117,14 +136,21 @@ def _compilable(est) -> bool:
 
 
 def hgb_proba(est: HistGradientBoostingClassifier, X) -> np.ndarray:
-    """``est.predict_proba(X)`` for a fitted binary HistGradientBoostingClassifier, all trees at once."""
+    """``est.predict_proba(X)`` for a fitted binary HistGradientBoostingClassifier, all trees at once.
+
+    Equal to scikit-learn's result bit for bit; rows are walked
+    :data:`CHUNK_ROWS` at a time, so memory stays bounded for any ``X``.
+    """
     if not _compilable(est):
         return est.predict_proba(X)
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2 or X.shape[1] != est.n_features_in_:
         raise ValueError(f"X has {X.shape[-1] if X.ndim else 0} features, but {type(est).__name__} is expecting "
                          f"{est.n_features_in_} features as input.")
-    p = expit(_compiled(est).raw(X))
+    comp = _compiled(est)
+    raw = np.concatenate([comp.raw(X[i:i + CHUNK_ROWS]) for i in range(0, len(X), CHUNK_ROWS)]) if len(X) \
+        else np.zeros(0)
+    p = expit(raw)
     return np.column_stack([1.0 - p, p])
 
 
@@ -146,7 +172,15 @@ class _LeanText:
 
 
 def _tfidf_dot(vec, doc: str, lr) -> float:
-    """``vec.transform([doc]) @ lr.coef_`` for an l2-normalised TF-IDF row, without building the sparse matrix."""
+    """The decision value ``vec.transform([doc]) @ lr.coef_.T + lr.intercept_``, without the sparse matrix.
+
+    Every step is scikit-learn's, in its order: term counts in column order,
+    ``log(tf) + 1`` when sublinear, times the IDF, divided by the L2 norm
+    (squares added one after another), then the products with the
+    coefficients added one after another (scipy's sparse product), plus the
+    intercept: the same float as scikit-learn's, whatever else is predicted
+    with it.
+    """
     lean = _CACHE.get(vec)
     if lean is None or lean[0] is not lr:
         lean = (lr, _LeanText(vec, lr))
@@ -158,46 +192,99 @@ def _tfidf_dot(vec, doc: str, lr) -> float:
         j = vocab.get(term)
         if j is not None:
             counts[j] = counts.get(j, 0) + 1
+    intercept = float(lr.intercept_[0])
     if not counts:
-        return 0.0
+        return 0.0 + intercept
     idx = np.fromiter(counts.keys(), dtype=np.int64, count=len(counts))
     tf = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
+    order = np.argsort(idx, kind="stable")
+    idx, tf = idx[order], tf[order]
     if vec.sublinear_tf:
         tf = np.log(tf) + 1.0
     idf, coef = lean.weights
     w = tf * idf[idx]
-    norm = np.sqrt(w @ w)
-    return float((w @ coef[idx]) / norm) if norm > 0 else 0.0
+    ss = float(np.cumsum(w * w)[-1])
+    if ss != 0.0:
+        w = w / math.sqrt(ss)
+    return float(np.cumsum(w * coef[idx])[-1]) + intercept
+
+
+def _linear_scores(Z, coef: np.ndarray, intercept: float) -> np.ndarray:
+    """``Z @ coef + intercept`` row by row, each row's products added one after another.
+
+    A BLAS product's summation order depends on the matrix's shape (its
+    rows are handled in blocks), so a row's score would depend on the rows
+    around it; here it does not.  Sparse ``Z`` uses scipy's row-wise product.
+    """
+    from scipy import sparse
+
+    if sparse.issparse(Z):
+        return np.asarray(Z @ coef).ravel() + intercept
+    Z = np.asarray(Z, dtype=np.float64)
+    out = np.empty(len(Z))
+    for i in range(0, len(Z), CHUNK_ROWS):
+        part = Z[i:i + CHUNK_ROWS] * coef
+        out[i:i + CHUNK_ROWS] = np.cumsum(part, axis=1)[:, -1] if part.shape[1] else 0.0
+    return out + intercept
 
 
 SMALL_BATCH = 256
-"""Batches up to this many rows take the fast paths; larger ones use scikit-learn (compiled, threaded)."""
+"""Binary HistGradientBoosting batches up to this many rows take :func:`hgb_proba`; larger ones use
+scikit-learn's threaded predictor.  Both give the same floats, so the switch never changes a result."""
+
+CHUNK_ROWS = 4096
+"""Rows handled at once by the numpy paths (bounded memory for any batch)."""
 
 
 def fast_proba(est, X) -> np.ndarray:
-    """``predict_proba`` with fast paths for small batches (up to :data:`SMALL_BATCH` rows).
+    """``predict_proba`` whose rows never depend on each other (and fast for small batches).
 
-    * a binary HistGradientBoostingClassifier: :func:`hgb_proba`;
+    * a binary HistGradientBoostingClassifier: :func:`hgb_proba` for up to
+      :data:`SMALL_BATCH` rows, scikit-learn above (the same floats);
     * a pipeline ``[..., vectoriser, LogisticRegression]`` (evqual's text
-      models): the earlier steps' ``transform`` then the logistic function
-      of the linear score, without scikit-learn's per-call validation;
-    * anything else: ``est.predict_proba(X)``.
+      models, scaled linear models): the earlier steps' ``transform`` then
+      the logistic function of the linear score, each row's score summed in a
+      fixed order (an l2 TF-IDF vectoriser is evaluated document by document,
+      equal to scikit-learn; other inputs by :func:`_linear_scores`);
+    * anything else: ``est.predict_proba(X)`` (random forests, extra trees
+      and gradient boosting score each row alone).
     """
-    if len(X) > SMALL_BATCH:
-        return est.predict_proba(X)
     if _compilable(est):
-        return hgb_proba(est, X)
-    if isinstance(est, Pipeline) and isinstance(est.steps[-1][1], LogisticRegression):
-        lr = est.steps[-1][1]
-        if len(lr.classes_) == 2:
-            Z = X
-            for _, step in est.steps[:-2]:
-                Z = step.transform(Z)
-            vec = est.steps[-2][1]
-            if _lean_tfidf_ok(vec):
-                z = np.array([_tfidf_dot(vec, doc, lr) for doc in Z])
-            else:
-                z = np.asarray(vec.transform(Z) @ lr.coef_.ravel()).ravel()
-            p = expit(z + lr.intercept_[0])
-            return np.column_stack([1.0 - p, p])
+        return hgb_proba(est, X) if len(X) <= SMALL_BATCH else est.predict_proba(X)
+    z = _pipeline_linear_score(est, X)
+    if z is not None:
+        p = expit(z)
+        return np.column_stack([1.0 - p, p])
     return est.predict_proba(X)
+
+
+def _pipeline_linear_score(est, X):
+    """The linear score of a pipeline ``[..., step, binary LogisticRegression]`` summed row by row in a
+    fixed order (``None`` for any other estimator)."""
+    if not (isinstance(est, Pipeline) and len(est.steps) >= 2 and isinstance(est.steps[-1][1], LogisticRegression)):
+        return None
+    lr = est.steps[-1][1]
+    if len(lr.classes_) != 2:
+        return None
+    Z = X
+    for _, step in est.steps[:-2]:
+        Z = step.transform(Z)
+    vec = est.steps[-2][1]
+    if _lean_tfidf_ok(vec):
+        return np.array([_tfidf_dot(vec, doc, lr) for doc in Z], dtype=np.float64)
+    return _linear_scores(vec.transform(Z), lr.coef_.ravel().astype(np.float64), float(lr.intercept_[0]))
+
+
+def fast_decision(est, X) -> np.ndarray:
+    """``decision_function`` whose rows never depend on each other.
+
+    A pipeline ending in a binary logistic regression (``metadata-lr``,
+    ``evidence-lr``, ``tfidf-lr``) sums each row's linear score in a fixed
+    order (:func:`_linear_scores`); scikit-learn's product goes through BLAS,
+    whose rounding depends on the batch's shape.  Other estimators (gradient
+    boosting scores each row alone) use their own ``decision_function``.
+    """
+    z = _pipeline_linear_score(est, X)
+    if z is not None:
+        return z
+    return np.asarray(est.decision_function(X), dtype=float).ravel()

@@ -2,45 +2,177 @@
 
 Trust model
 -----------
-A model folder holds ``model.skops`` (the fitted :class:`Detector`, written with
-`skops.io <https://skops.readthedocs.io>`_) and ``meta.json``.  Loading
+A model folder holds ``model.skops`` (the fitted :class:`Detector`, a zip
+written with `skops.io <https://skops.readthedocs.io>`_) and ``meta.json``.
+A model folder must never run code.  Loading (:func:`load_detector`)
 
-1. validates ``meta.json`` (required keys and types, format version);
-2. checks the SHA-256 of ``model.skops`` against the one recorded at save time,
-   so a modified or corrupted model file is refused;
-3. checks that every feature the model was trained on exists in this evqual
-   with the same versioned name (a changed definition is an error), and warns
-   when the model was saved by a newer evqual or scikit-learn;
-4. loads with skops, which reconstructs objects without running pickle's
-   arbitrary code, trusting only types from ``evqual.``, ``sklearn.``,
-   ``numpy.`` and ``scipy.``; any other type in the file is refused.
+1. reads ``model.skops`` once into memory (at most :data:`MAX_MODEL_BYTES`)
+   and, when the caller pins a SHA-256 (``sha256=``, ``--model-sha256`` or
+   ``$EVQUAL_MODEL_SHA256``), compares it *before anything else is read*;
+2. validates ``meta.json`` (size, required keys and types, thresholds finite and
+   in [0, 1], known method, calibration, rule and entity backend, non-empty
+   feature lists) and compares the file's SHA-256 with the one it records.  That
+   hash catches a corrupted or accidentally replaced file; it is no defence
+   against someone who can write the folder, since they rewrite ``meta.json``
+   too.  Pinning is;
+3. checks the zip without constructing anything: member count and total
+   uncompressed size (a zip bomb), ``schema.json``, the skops protocol, then
+   walks every node of ``schema.json`` iteratively (depth at most
+   :data:`MAX_SCHEMA_DEPTH`, no cycles) and requires each node's
+   ``(module.class, loader)`` pair to be in the exact allow-list
+   :data:`TRUSTED_TYPES` (the types evqual itself saves: no builtins callables,
+   no functions, no ``numpy.load``), every field of each node to be one its
+   loader reads, every referenced ``.npy`` member to exist with a header that
+   matches its size and no object dtype, and every JSON literal to be a scalar;
+4. only then calls ``skops.io.load(..., trusted=<exactly the types found>)``;
+5. checks what was built: a :class:`Detector` whose attributes have the right
+   types and agree with ``meta.json``, a model of the classes its method
+   builds, featurizers that compute the features ``meta.json`` lists, and
+   every decision tree (``sklearn.tree._tree.Tree``) and histogram-boosting
+   tree (``TreePredictor``) with child and feature indices in range, children
+   after their parent, so that prediction cannot read outside its arrays.
 
-Loading never unpickles.  The hash protects against a model file changed after
-saving; skops' allow-list protects against a crafted file, as long as evqual's
-and scikit-learn's own classes are trusted (load models from sources you trust
-either way).
+Loading never unpickles.  Any failure is a :class:`ModelLoadError` naming the
+file and the field.  Load models only from sources you trust: the allow-list
+stops code from running, it does not make a model's predictions trustworthy.
+
+Reproducible builds
+-------------------
+:func:`save_detector` writes the zip with fixed timestamps and numbered members,
+so the same detector gives the same bytes, and records the library versions and
+a :func:`prediction_fingerprint` (risks, sentence risks and spans on the embedded
+sample) in ``meta.json``.  :func:`build_model` trains a model exactly as
+``evqual train`` does and :func:`check_rebuild` rebuilds one and compares the
+fingerprints (``scripts/build_default_model.py``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import math
+import os
 import platform
+import re
 import warnings
 import zipfile
+import zlib
 from datetime import datetime, timezone
 from pathlib import Path
+
+import numpy as np
 
 from .._version import __version__
 from ..features import FEATURES, feature_spec
 
-__all__ = ["save_detector", "load_detector", "read_meta", "ModelLoadError", "META_FORMAT", "TRUSTED_PREFIXES",
-           "default_model_path"]
+__all__ = ["save_detector", "load_detector", "read_meta", "ModelLoadError", "META_FORMAT", "TRUSTED_TYPES",
+           "default_model_path", "prediction_fingerprint", "build_model", "check_rebuild", "MODEL_SHA256_ENV",
+           "fit_detector", "training_data_info"]
 
 META_FORMAT = 1
 MODEL_FILE = "model.skops"
 META_FILE = "meta.json"
-TRUSTED_PREFIXES = ("evqual.", "sklearn.", "numpy.", "scipy.", "builtins.")
+MODEL_SHA256_ENV = "EVQUAL_MODEL_SHA256"
+"""Environment variable pinning the SHA-256 of ``model.skops`` when no ``sha256`` is passed."""
+
+MAX_MODEL_BYTES = 256 * 2**20
+"""Largest ``model.skops`` read (bytes; the shipped model is 2.8 MB)."""
+MAX_UNCOMPRESSED_BYTES = 512 * 2**20
+"""Largest total uncompressed size of the zip's members (the shipped model's is 49 MB)."""
+MAX_ZIP_MEMBERS = 100_000
+MAX_SCHEMA_BYTES = 64 * 2**20
+MAX_SCHEMA_DEPTH = 64
+"""Deepest nesting of skops nodes in ``schema.json`` (evqual's models reach 17)."""
+MAX_META_BYTES = 8 * 2**20
+
+SKOPS_PROTOCOLS = (2,)
+"""skops protocols whose node loaders :data:`TRUSTED_TYPES` was audited for."""
+
+TRUSTED_TYPES = frozenset({
+    # containers and literals
+    ("builtins.dict", "DictNode"),
+    ("builtins.list", "ListNode"),
+    ("builtins.tuple", "TupleNode"),
+    ("builtins.str", "JsonNode"),  # every JSON literal (None, bool, int, float, str)
+    ("builtins.str", "TypeNode"),  # the key type of a dict
+    ("numpy.float64", "TypeNode"),  # a vectoriser's dtype
+    # numpy
+    ("numpy.ndarray", "NdArrayNode"),
+    ("numpy.float64", "NdArrayNode"),
+    ("numpy.int64", "NdArrayNode"),
+    ("numpy.uint64", "NdArrayNode"),
+    ("numpy.random._generator.Generator", "RandomGeneratorNode"),
+    ("numpy.random.mtrand.RandomState", "RandomStateNode"),
+    # evqual
+    ("evqual.models._detector.Detector", "ObjectNode"),
+    ("evqual.models._frame.FrameBuilder", "ObjectNode"),
+    ("evqual.features._featurizer.EvidenceFeaturizer", "ObjectNode"),
+    ("evqual.models._estimators.CompactTfidfVectorizer", "ObjectNode"),
+    ("evqual.models._estimators.FeatureSelector", "ObjectNode"),
+    ("evqual.models._estimators.SentenceMaxClassifier", "ObjectNode"),
+    ("evqual.models._estimators.StackedEvidenceClassifier", "ObjectNode"),
+    ("evqual.models._estimators.TextColumn", "ObjectNode"),
+    ("evqual.models._spans.SpanTagger", "ObjectNode"),
+    # scikit-learn
+    ("sklearn._loss._loss.CyHalfBinomialLoss", "LossNode"),
+    ("sklearn._loss.link.Interval", "ObjectNode"),
+    ("sklearn._loss.link.LogitLink", "ObjectNode"),
+    ("sklearn._loss.loss.HalfBinomialLoss", "ObjectNode"),
+    ("sklearn.calibration._SigmoidCalibration", "ObjectNode"),
+    ("sklearn.dummy.DummyClassifier", "ObjectNode"),
+    ("sklearn.ensemble._forest.ExtraTreesClassifier", "ObjectNode"),
+    ("sklearn.ensemble._forest.RandomForestClassifier", "ObjectNode"),
+    ("sklearn.ensemble._gb.GradientBoostingClassifier", "ObjectNode"),
+    ("sklearn.ensemble._hist_gradient_boosting.binning._BinMapper", "ObjectNode"),
+    ("sklearn.ensemble._hist_gradient_boosting.gradient_boosting.HistGradientBoostingClassifier", "ObjectNode"),
+    ("sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor", "ObjectNode"),
+    ("sklearn.feature_extraction.text.TfidfTransformer", "ObjectNode"),
+    ("sklearn.isotonic.IsotonicRegression", "ObjectNode"),
+    ("sklearn.linear_model._logistic.LogisticRegression", "ObjectNode"),
+    ("sklearn.pipeline.Pipeline", "ObjectNode"),
+    ("sklearn.preprocessing._data.StandardScaler", "ObjectNode"),
+    ("sklearn.preprocessing._label.LabelEncoder", "ObjectNode"),
+    ("sklearn.tree._classes.DecisionTreeClassifier", "ObjectNode"),
+    ("sklearn.tree._classes.DecisionTreeRegressor", "ObjectNode"),
+    ("sklearn.tree._classes.ExtraTreeClassifier", "ObjectNode"),
+    ("sklearn.tree._tree.Tree", "TreeNode"),
+})
+"""The exact ``(module.class, skops loader)`` pairs a model file may hold.
+
+The types :func:`save_detector` writes for every method of
+:data:`evqual.models.METHODS` and every calibration (a test saves each and
+compares with this set, both ways).  Nothing is trusted by module prefix and
+skops' own defaults are not relied on: no builtins callable, no function or
+method object, no ``numpy.load``.
+
+>>> ("evqual.models._detector.Detector", "ObjectNode") in TRUSTED_TYPES
+True
+>>> [t for t, loader in TRUSTED_TYPES if loader in ("FunctionNode", "ConstructorFromReduceNode")]
+[]
+"""
+
+TRUSTED_BIT_GENERATORS = ("PCG64",)
+"""Bit generators a ``numpy.random.Generator`` in a model file may name."""
+
+_ROOT_TYPE = ("evqual.models._detector.Detector", "ObjectNode")
+_NODE_KEYS = {"__class__", "__module__", "__loader__", "__id__"}
+_ROOT_KEYS = {"protocol", "_skops_version"}
+_LOADER_KEYS = {
+    "DictNode": {"content", "key_types"},
+    "ListNode": {"content"},
+    "TupleNode": {"content"},
+    "JsonNode": {"content", "is_json"},
+    "TypeNode": set(),
+    "ObjectNode": {"content"},
+    "NdArrayNode": {"type", "file", "content", "shape"},
+    "RandomStateNode": {"content"},
+    "RandomGeneratorNode": {"content"},
+    "LossNode": {"__reduce__", "content"},
+    "TreeNode": {"__reduce__", "content"},
+}
+_SHA256 = re.compile(r"[0-9a-fA-F]{64}")
+ENTITY_BACKENDS = ("regex", "spacy")
 
 _REQUIRED = {
     "format": int, "evqual_version": str, "sklearn_version": str, "python_version": str, "method": str,
@@ -48,12 +180,15 @@ _REQUIRED = {
     "entity_backend": str, "threshold": (int, float), "calibration": str, "threshold_rule": str,
     "training_data": dict,
 }
+_VERSION_KEYS = ("numpy_version", "scipy_version", "skops_version")
+
+FINGERPRINT_VERSION = 1
+FINGERPRINT_BATCH = 16
+"""Answers featurized and predicted together when fingerprinting (fixed, so the fingerprint is too)."""
 
 
 def default_model_path() -> Path:
     """The shipped model: ``$EVQUAL_MODEL``, else ``models/default`` of the source checkout, else of the cwd."""
-    import os
-
     env = os.environ.get("EVQUAL_MODEL")
     if env:
         return Path(env)
@@ -64,7 +199,13 @@ def default_model_path() -> Path:
 
 
 class ModelLoadError(ValueError):
-    """A model folder is missing, malformed, tampered with or incompatible."""
+    """A model folder is missing, malformed, tampered with, unsafe or incompatible."""
+
+
+def _oneline(text, limit: int = 300) -> str:
+    """``text`` on one line, at most ``limit`` characters (for messages quoting other errors)."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _sha256(path: Path) -> str:
@@ -83,8 +224,15 @@ def _version_tuple(v: str):
     return tuple(parts)
 
 
+# ---------------------------------------------------------------------------------------------- saving
 def save_detector(detector, path, *, training_data: dict | None = None, metrics: dict | None = None) -> Path:
     """Save a fitted :class:`Detector` to the folder ``path`` (created if needed).
+
+    The zip is written deterministically (fixed timestamps, members and
+    object ids numbered in order), so saving the same detector twice gives
+    the same ``model.skops`` bytes.  ``meta.json`` records the evqual, Python,
+    numpy, scipy, scikit-learn and skops versions and the
+    :func:`prediction_fingerprint` of the detector.
 
     Parameters
     ----------
@@ -101,25 +249,49 @@ def save_detector(detector, path, *, training_data: dict | None = None, metrics:
     -------
     Path
         The folder.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from evqual.data import load_sample
+    >>> from evqual.models import Detector, read_meta, save_detector
+    >>> folder = save_detector(Detector("nli-proxy").fit(load_sample()), tempfile.mkdtemp())
+    >>> sorted(p.name for p in folder.iterdir())
+    ['meta.json', 'model.skops']
+    >>> len(read_meta(folder)["prediction_fingerprint"]["sha256"])
+    64
     """
-    import sklearn
+    import scipy
+    import skops
     import skops.io as sio
+    import sklearn
 
     if not hasattr(detector, "builder_"):
         raise ValueError("only a Detector fitted with .fit(examples) can be saved (it needs its featurizers)")
+    if not isinstance(detector.method, str):
+        raise ValueError(f"only a Detector of a named method can be saved; got method={detector.method!r}")
     folder = Path(path)
     folder.mkdir(parents=True, exist_ok=True)
     model_path = folder / MODEL_FILE
-    sio.dump(detector, model_path, compression=zipfile.ZIP_DEFLATED, compresslevel=9)
+    fingerprint = prediction_fingerprint(detector)
+    with _without_run_state(detector):
+        data = _canonical_zip(sio.dumps(detector, compression=zipfile.ZIP_DEFLATED, compresslevel=9))
+    tmp = model_path.with_name(MODEL_FILE + ".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, model_path)
     builder = detector.builder_
     meta = {
         "format": META_FORMAT,
         "evqual_version": __version__,
         "sklearn_version": sklearn.__version__,
         "python_version": platform.python_version(),
+        "numpy_version": np.__version__,
+        "scipy_version": scipy.__version__,
+        "skops_version": skops.__version__,
         "method": detector.method,
         "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "model_sha256": _sha256(model_path),
+        "model_sha256": hashlib.sha256(data).hexdigest(),
+        "prediction_fingerprint": fingerprint,
         "response_features": builder.response_names,
         "sentence_features": list(builder.sentence_names),
         "entity_backend": builder.entity_backend,
@@ -138,28 +310,96 @@ def save_detector(detector, path, *, training_data: dict | None = None, metrics:
     return folder
 
 
-def read_meta(path) -> dict:
-    """Read and validate ``meta.json`` of a model folder (no model loading)."""
-    folder = Path(path)
-    meta_path = folder / META_FILE
-    if not folder.is_dir():
-        raise ModelLoadError(f"{folder}: no such model folder")
-    if not meta_path.is_file():
-        raise ModelLoadError(f"{meta_path}: missing (every saved model has a meta.json)")
-    try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise ModelLoadError(f"{meta_path}: not valid JSON ({exc})") from exc
-    if not isinstance(meta, dict):
-        raise ModelLoadError(f"{meta_path}: must hold a JSON object")
-    for key, typ in _REQUIRED.items():
-        if key not in meta:
-            raise ModelLoadError(f"{meta_path}: field '{key}' is missing")
-        if not isinstance(meta[key], typ) or isinstance(meta[key], bool) and typ is not bool:
-            raise ModelLoadError(f"{meta_path}: field '{key}' has the wrong type ({type(meta[key]).__name__})")
-    if meta["format"] != META_FORMAT:
-        raise ModelLoadError(f"{meta_path}: format {meta['format']} is not supported (expected {META_FORMAT})")
-    return meta
+_ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
+
+
+class _without_run_state:
+    """While saving, leave out what describes the fitting process rather than the model.
+
+    scikit-learn keeps the thread count of the fit in a histogram-boosting bin
+    mapper (``n_threads``, used only while fitting) and the ``id()`` of a
+    vectoriser's stop-word list (``_stop_words_id``, a cache key for a
+    consistency warning).  Both would make the bytes of the same model differ
+    between processes and machines; neither changes a prediction.  They are
+    restored after saving.
+    """
+
+    def __init__(self, detector):
+        self.detector = detector
+        self.saved = []
+
+    def __enter__(self):
+        from sklearn.ensemble._hist_gradient_boosting.binning import _BinMapper
+        from sklearn.feature_extraction.text import _VectorizerMixin
+
+        stack, seen = [self.detector], set()
+        while stack:
+            obj = stack.pop()
+            if id(obj) in seen:
+                continue
+            seen.add(id(obj))
+            if isinstance(obj, _BinMapper) and "n_threads" in vars(obj):
+                self.saved.append((obj, "n_threads", obj.n_threads))
+                obj.n_threads = None
+            if isinstance(obj, _VectorizerMixin) and "_stop_words_id" in vars(obj):
+                self.saved.append((obj, "_stop_words_id", obj._stop_words_id))
+                del obj._stop_words_id
+            if isinstance(obj, dict):
+                stack.extend(obj.values())
+            elif isinstance(obj, (list, tuple)):
+                stack.extend(obj)
+            elif isinstance(obj, np.ndarray):
+                if obj.dtype == object:
+                    stack.extend(obj.ravel())
+            elif hasattr(obj, "__dict__") and type(obj).__module__.split(".")[0] in ("evqual", "sklearn"):
+                stack.extend(vars(obj).values())
+        return self.detector
+
+    def __exit__(self, *exc):
+        for obj, name, value in reversed(self.saved):
+            setattr(obj, name, value)
+        return False
+
+
+def _canonical_zip(data: bytes) -> bytes:
+    """skops' zip rewritten deterministically: object ids and member names numbered in schema order,
+    fixed timestamps and attributes, the same compression.  What loads is unchanged (ids are only
+    compared with each other; each member keeps its bytes)."""
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        schema = json.loads(zf.read("schema.json"))
+        members = {info.filename: zf.read(info) for info in zf.infolist() if info.filename != "schema.json"}
+    ids: dict = {}
+    names: dict = {}
+    stack = [schema]
+    while stack:  # pre-order, in document order
+        node = stack.pop()
+        if isinstance(node, dict):
+            if "__loader__" in node:
+                if "__id__" in node:
+                    node["__id__"] = ids.setdefault(node["__id__"], len(ids) + 1)
+                if isinstance(node.get("file"), str):
+                    old = node["file"]
+                    node["file"] = names.setdefault(old, f"{len(names)}{Path(old).suffix}")
+            stack.extend(reversed(list(node.values())))
+        elif isinstance(node, list):
+            stack.extend(reversed(node))
+    if set(names) != set(members):
+        raise RuntimeError("skops wrote zip members its schema does not reference")  # pragma: no cover
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as zf:
+        for old, new in sorted(names.items(), key=lambda kv: int(Path(kv[1]).stem)):
+            zf.writestr(_zipinfo(new), members[old], compress_type=zipfile.ZIP_DEFLATED, compresslevel=9)
+        zf.writestr(_zipinfo("schema.json"), json.dumps(schema, separators=(",", ":")),
+                    compress_type=zipfile.ZIP_DEFLATED, compresslevel=9)
+    return out.getvalue()
+
+
+def _zipinfo(name: str) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(name, date_time=_ZIP_EPOCH)
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.create_system = 3
+    info.external_attr = 0o644 << 16
+    return info
 
 
 def _span_meta(detector) -> dict | None:
@@ -171,6 +411,182 @@ def _span_meta(detector) -> dict | None:
     return {"token_features": list(TOKEN_FEATURE_NAMES), "threshold": detector.span_threshold_,
             "gate": getattr(detector, "span_gate_", 0.0),
             "validation_char_f1": detector.validation_metrics_.get("span_f1")}
+
+
+# ---------------------------------------------------------------------------------------------- fingerprint
+def prediction_fingerprint(detector, examples=None, *, batch_size: int = FINGERPRINT_BATCH) -> dict:
+    """A SHA-256 of a detector's predictions: response risks, sentence risks and spans.
+
+    The examples (default: the embedded sample, :func:`evqual.data.load_sample`)
+    are featurized and predicted ``batch_size`` at a time through the frame
+    methods (:meth:`Detector.predict_proba_frame`,
+    :meth:`Detector.sentence_proba_frame`, :meth:`Detector.predict_spans_frame`);
+    the hash covers the float64 bytes of every risk, each row's sentence
+    count and each span's start, end and risk.  Two models with the same
+    fingerprint predict the same floats on the sample.
+
+    Parameters
+    ----------
+    detector : Detector
+        Fitted with :meth:`Detector.fit` (it carries its featurizers).
+    examples : examples, optional
+    batch_size : int, default=16
+
+    Returns
+    -------
+    dict
+        ``{"version", "sha256", "data", "rows", "batch_size"}``.
+
+    Examples
+    --------
+    >>> from evqual.data import load_sample
+    >>> from evqual.models import Detector, prediction_fingerprint
+    >>> det = Detector("nli-proxy").fit(load_sample())
+    >>> fp = prediction_fingerprint(det)
+    >>> fp["rows"], fp["batch_size"], fp == prediction_fingerprint(det)
+    (72, 16, True)
+    """
+    from ..data import load_sample
+    from ..features import as_examples
+
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1; got {batch_size}")
+    label = "evqual.data.load_sample()" if examples is None else "examples"
+    examples = list(as_examples(load_sample() if examples is None else examples))
+    tagger = getattr(detector, "span_tagger_", None) is not None
+    risks, sentences, spans = [], [], []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for i in range(0, len(examples), batch_size):
+            frame = detector.builder_.transform(examples[i:i + batch_size], with_targets=False, with_tokens=tagger)
+            risks.append(np.asarray(detector.predict_proba_frame(frame), dtype="<f8"))
+            sent = detector.sentence_proba_frame(frame)
+            sentences.append(sent)
+            spans.append(detector.predict_spans_frame(frame, sent) if tagger else None)
+    h = hashlib.sha256(b"evqual prediction fingerprint v1\n")
+    risk = np.concatenate(risks) if risks else np.zeros(0, dtype="<f8")
+    h.update(b"risk" + np.int64(len(risk)).astype("<i8").tobytes() + risk.tobytes())
+    h.update(b"sentences")
+    if any(s is None for s in sentences):
+        h.update(b"none")
+    else:
+        for r in (r for part in sentences for r in part):
+            r = np.asarray(r, dtype="<f8").ravel()
+            h.update(np.int64(len(r)).astype("<i8").tobytes() + r.tobytes())
+    h.update(b"spans")
+    if not tagger:
+        h.update(b"none")
+    else:
+        for row in (row for part in spans for row in part):
+            h.update(np.int64(len(row)).astype("<i8").tobytes())
+            for start, end, r in row:
+                h.update(np.array([start, end], dtype="<i8").tobytes() + np.array([r], dtype="<f8").tobytes())
+    return {"version": FINGERPRINT_VERSION, "sha256": h.hexdigest(), "data": label, "rows": len(examples),
+            "batch_size": batch_size}
+
+
+# ---------------------------------------------------------------------------------------------- meta.json
+def _meta_error(meta_path, key, problem):
+    return ModelLoadError(f"{meta_path}: field '{key}' {problem}")
+
+
+def _check_unit(meta_path, key, value, *, optional=False):
+    """``value`` must be a finite number in [0, 1] (or None when ``optional``)."""
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _meta_error(meta_path, key, f"must be a number in [0, 1]; got {type(value).__name__}")
+    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+        raise _meta_error(meta_path, key, f"must be a finite number in [0, 1]; got {value!r}")
+
+
+def _check_sha256_field(meta_path, key, value):
+    if not isinstance(value, str) or not _SHA256.fullmatch(value):
+        raise _meta_error(meta_path, key, "must be a SHA-256 (64 hexadecimal characters)")
+
+
+def read_meta(path) -> dict:
+    """Read and validate ``meta.json`` of a model folder (no model loading).
+
+    Raises
+    ------
+    ModelLoadError
+        Naming the file and the field: a missing folder or file, invalid JSON,
+        a missing field or one of the wrong type, a threshold that is not a
+        finite number in [0, 1], an unknown method, calibration, threshold rule
+        or entity backend, an empty feature list.
+
+    Examples
+    --------
+    >>> from evqual.models import default_model_path, read_meta
+    >>> read_meta(default_model_path())["method"]
+    'evqual'
+    """
+    from ._detector import CALIBRATIONS, THRESHOLD_RULES
+    from ._methods import METHODS
+
+    folder = Path(path)
+    meta_path = folder / META_FILE
+    if not folder.is_dir():
+        raise ModelLoadError(f"{folder}: no such model folder")
+    if not meta_path.is_file():
+        raise ModelLoadError(f"{meta_path}: missing (every saved model has a meta.json)")
+    try:
+        with open(meta_path, "rb") as fh:
+            raw = fh.read(MAX_META_BYTES + 1)
+    except OSError as exc:
+        raise ModelLoadError(f"{meta_path}: cannot be read ({_oneline(exc)})") from exc
+    if len(raw) > MAX_META_BYTES:
+        raise ModelLoadError(f"{meta_path}: larger than {MAX_META_BYTES} bytes")
+    try:
+        meta = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        raise ModelLoadError(f"{meta_path}: not valid JSON ({_oneline(exc)})") from None
+    if not isinstance(meta, dict):
+        raise ModelLoadError(f"{meta_path}: must hold a JSON object")
+    for key, typ in _REQUIRED.items():
+        if key not in meta:
+            raise ModelLoadError(f"{meta_path}: field '{key}' is missing")
+        if not isinstance(meta[key], typ) or isinstance(meta[key], bool) and typ is not bool:
+            raise ModelLoadError(f"{meta_path}: field '{key}' has the wrong type ({type(meta[key]).__name__})")
+    if meta["format"] != META_FORMAT:
+        raise ModelLoadError(f"{meta_path}: format {meta['format']} is not supported (expected {META_FORMAT})")
+    _check_sha256_field(meta_path, "model_sha256", meta["model_sha256"])
+    for key, known in (("method", tuple(METHODS)), ("calibration", CALIBRATIONS),
+                       ("threshold_rule", THRESHOLD_RULES), ("entity_backend", ENTITY_BACKENDS)):
+        if meta[key] not in known:
+            raise _meta_error(meta_path, key, f"must be one of {', '.join(known)}; got {_oneline(meta[key], 80)!r}")
+    _check_unit(meta_path, "threshold", meta["threshold"])
+    _check_unit(meta_path, "sentence_threshold", meta.get("sentence_threshold"), optional=True)
+    span = meta.get("span_tagger")
+    if span is not None:
+        if not isinstance(span, dict):
+            raise _meta_error(meta_path, "span_tagger", f"must be an object or null; got {type(span).__name__}")
+        for key in ("threshold", "gate"):
+            if key not in span:
+                raise _meta_error(meta_path, f"span_tagger.{key}", "is missing")
+            _check_unit(meta_path, f"span_tagger.{key}", span[key])
+        tokens = span.get("token_features")
+        if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+            raise _meta_error(meta_path, "span_tagger.token_features", "must be a list of feature names")
+    for key in ("response_features", "sentence_features"):
+        names = meta[key]
+        if not names:
+            raise _meta_error(meta_path, key, "is empty (every method is fitted on its featurizers' features)")
+        if not all(isinstance(n, str) for n in names):
+            raise _meta_error(meta_path, key, "must be a list of feature names")
+    for key in _VERSION_KEYS:  # recorded since reproducible builds; absent from older models
+        if key in meta and not isinstance(meta[key], str):
+            raise _meta_error(meta_path, key, f"must be a string; got {type(meta[key]).__name__}")
+    if "prediction_fingerprint" in meta:
+        fp = meta["prediction_fingerprint"]
+        if not isinstance(fp, dict):
+            raise _meta_error(meta_path, "prediction_fingerprint", "must be an object")
+        _check_sha256_field(meta_path, "prediction_fingerprint.sha256", fp.get("sha256"))
+        for key in ("version", "rows", "batch_size"):
+            if isinstance(fp.get(key), bool) or not isinstance(fp.get(key), int) or fp[key] < 0:
+                raise _meta_error(meta_path, f"prediction_fingerprint.{key}", "must be a non-negative integer")
+    return meta
 
 
 def _check_features(meta: dict, meta_path: Path) -> None:
@@ -193,36 +609,573 @@ def _check_features(meta: dict, meta_path: Path) -> None:
                 f"({__version__}) does not compute{hint}. Retrain the model.") from None
 
 
-def load_detector(path):
+# ---------------------------------------------------------------------------------------------- the zip
+def _expected_sha256(sha256):
+    """``(expected hex digest or None, where it came from)``: the argument, else ``$EVQUAL_MODEL_SHA256``."""
+    if sha256 is None:
+        value = os.environ.get(MODEL_SHA256_ENV, "").strip()
+        if not value:
+            return None, None
+        source = f"${MODEL_SHA256_ENV}"
+    else:
+        value, source = sha256, "sha256"
+    if not isinstance(value, str) or not _SHA256.fullmatch(value.strip()):
+        raise ModelLoadError(f"{source}: expected a SHA-256 (64 hexadecimal characters); got "
+                             f"{_oneline(repr(value), 80)}")
+    return value.strip().lower(), source
+
+
+def _read_model_bytes(model_path: Path) -> bytes:
+    if not model_path.is_file():
+        raise ModelLoadError(f"{model_path}: missing")
+    try:
+        with open(model_path, "rb") as fh:
+            data = fh.read(MAX_MODEL_BYTES + 1)
+    except OSError as exc:
+        raise ModelLoadError(f"{model_path}: cannot be read ({_oneline(exc)})") from exc
+    if len(data) > MAX_MODEL_BYTES:
+        raise ModelLoadError(f"{model_path}: larger than {MAX_MODEL_BYTES} bytes; refusing to load")
+    return data
+
+
+def _open_zip(data: bytes, model_path: Path) -> zipfile.ZipFile:
+    """The zip, after checks of its directory (members, sizes, compression) that read no member."""
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(data))
+        infos = zf.infolist()
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError, KeyError,
+            NotImplementedError) as exc:
+        raise ModelLoadError(f"{model_path}: not a valid skops zip archive ({_oneline(exc)})") from None
+    if len(infos) > MAX_ZIP_MEMBERS:
+        raise ModelLoadError(f"{model_path}: holds {len(infos)} zip members (at most {MAX_ZIP_MEMBERS})")
+    total = sum(info.file_size for info in infos)
+    if total > MAX_UNCOMPRESSED_BYTES:
+        raise ModelLoadError(f"{model_path}: its zip members would uncompress to {total} bytes (at most "
+                             f"{MAX_UNCOMPRESSED_BYTES}); refusing to load")
+    names = [info.filename for info in infos]
+    if len(set(names)) != len(names):
+        raise ModelLoadError(f"{model_path}: the zip holds duplicate member names")
+    for info in infos:
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED) or info.flag_bits & 0x1:
+            raise ModelLoadError(f"{model_path}: zip member {_oneline(info.filename, 80)!r} is encrypted or "
+                                 f"uses an unsupported compression")
+        if info.filename != "schema.json" and not info.filename.endswith(".npy"):
+            raise ModelLoadError(f"{model_path}: unexpected zip member {_oneline(info.filename, 80)!r}")
+    if "schema.json" not in names:
+        raise ModelLoadError(f"{model_path}: schema.json is missing (not a skops file)")
+    if zf.getinfo("schema.json").file_size > MAX_SCHEMA_BYTES:
+        raise ModelLoadError(f"{model_path}: schema.json is larger than {MAX_SCHEMA_BYTES} bytes")
+    return zf
+
+
+def _path(link) -> str:
+    """The schema.json path of a walk link ``(parent link, key, ...)``."""
+    parts = []
+    while link is not None:
+        parts[:0] = link[1:]
+        link = link[0]
+    return _oneline("/".join(str(p) for p in parts), 200) or "the root"
+
+
+_EXIT = object()
+_ALLOWED_KEYS = {loader: frozenset(_NODE_KEYS | keys) for loader, keys in _LOADER_KEYS.items()}
+
+
+def _audit_schema(zf: zipfile.ZipFile, model_path: Path) -> set:
+    """Walk ``schema.json`` (iteratively, depth-limited) without constructing anything.
+
+    Returns the ``module.class`` names found; raises :class:`ModelLoadError`
+    for anything outside :data:`TRUSTED_TYPES` or any field skops would read
+    that does not have the shape evqual writes.  Each node's fields are the
+    ones its skops loader reads, so every node skops would build is walked.
+    """
+    from skops.io._protocol import PROTOCOL
+
+    def fail(link, problem, *keys):
+        where = _path((link, *keys) if keys else link)
+        return ModelLoadError(f"{model_path}: schema.json at {where}: {problem}; refusing to load")
+
+    try:
+        schema = json.loads(zf.read("schema.json"))
+    except (zipfile.BadZipFile, ValueError, RecursionError, OSError, EOFError, zlib.error) as exc:
+        raise ModelLoadError(f"{model_path}: schema.json cannot be read ({_oneline(exc)})") from None
+    if type(schema) is not dict:
+        raise ModelLoadError(f"{model_path}: schema.json must hold a JSON object")
+    protocol = schema.get("protocol")
+    if type(protocol) is not int or protocol not in SKOPS_PROTOCOLS or protocol > PROTOCOL:
+        raise ModelLoadError(f"{model_path}: schema.json field 'protocol': unknown skops protocol "
+                             f"{_oneline(repr(protocol), 40)} (this evqual reads "
+                             f"{', '.join(map(str, SKOPS_PROTOCOLS))})")
+    module, cls, loader = schema.get("__module__"), schema.get("__class__"), schema.get("__loader__")
+    if (f"{module}.{cls}", loader) != _ROOT_TYPE:
+        raise ModelLoadError(f"{model_path}: schema.json at the root: the root must be an "
+                             f"evqual.models.Detector; got {_oneline(f'{module}.{cls}', 120)!r}; refusing to load")
+    members = {info.filename: info for info in zf.infolist()}
+    referenced: set = set()
+    found: set = set()
+    active: set = set()  # __id__ of the nodes on the current path (a repeat would make skops loop)
+    root_keys = _ALLOWED_KEYS["ObjectNode"] | _ROOT_KEYS
+    stack = [(schema, None, 1)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        state, link, depth = pop()
+        if state is _EXIT:
+            active.discard(link)
+            continue
+        if depth > MAX_SCHEMA_DEPTH:
+            raise fail(link, f"nested deeper than {MAX_SCHEMA_DEPTH} objects")
+        if type(state) is not dict:
+            raise fail(link, f"expected a skops node (a JSON object); got {type(state).__name__}")
+        module, cls, loader = state.get("__module__"), state.get("__class__"), state.get("__loader__")
+        if type(module) is not str or type(cls) is not str or type(loader) is not str:
+            raise fail(link, "a node needs string '__module__', '__class__' and '__loader__' fields")
+        name = f"{module}.{cls}"
+        if (name, loader) not in TRUSTED_TYPES:
+            raise fail(link, f"type {_oneline(name, 120)!r} with loader {_oneline(loader, 40)!r} is not in "
+                             f"evqual's allow-list")
+        if not (_ALLOWED_KEYS[loader] if link is not None else root_keys).issuperset(state):
+            extra = sorted(set(state) - (_ALLOWED_KEYS[loader] if link is not None else root_keys))
+            raise fail(link, f"unexpected field {_oneline(extra[0], 60)!r} in a {loader}")
+        node_id = state.get("__id__")
+        if node_id is not None:
+            if type(node_id) is not int:
+                raise fail(link, "field '__id__' must be an integer", "__id__")
+            if node_id in active:
+                raise fail(link, "a node refers back to one of its ancestors (a cycle)")
+            active.add(node_id)
+            push((_EXIT, node_id, depth))
+        found.add(name)
+        content = state.get("content")
+        d = depth + 1
+        if loader == "JsonNode":
+            # a scalar (null, true, false, a number or a string), never an array or object: skops parses it
+            # with json.loads when constructing (an invalid literal fails there, caught by the caller)
+            if type(content) is not str or content.lstrip(" \t\n\r")[:1] in ("", "[", "{"):
+                raise fail(link, "a JSON literal must be a scalar", "content")
+            if state.get("is_json", True) is not True:
+                raise fail(link, "must be true", "is_json")
+        elif loader == "DictNode":
+            key_types = state.get("key_types")
+            if type(content) is not dict:
+                raise fail(link, "a DictNode needs an object here", "content")
+            if type(key_types) is not dict or key_types.get("__loader__") != "ListNode" or \
+                    type(key_types.get("content")) is not list or len(key_types["content"]) != len(content):
+                raise fail(link, "must list one key type per key", "key_types")
+            push((key_types, (link, "key_types"), d))
+            for k, v in content.items():
+                push((v, (link, "content", k), d))
+        elif loader in ("ListNode", "TupleNode"):
+            if type(content) is not list:
+                raise fail(link, f"a {loader} needs a list here", "content")
+            for i, v in enumerate(content):
+                push((v, (link, "content", i), d))
+        elif loader == "NdArrayNode":
+            kind = state.get("type")
+            if kind == "numpy":
+                file = state.get("file")
+                if "content" in state or "shape" in state:
+                    raise fail(link, "a numpy array is stored in a .npy member, not inline")
+                if type(file) is not str or file not in members or not file.endswith(".npy"):
+                    raise fail(link, f"zip member {_oneline(repr(file), 80)} is missing", "file")
+                referenced.add(file)
+                problem = _check_npy(zf, members[file])
+                if problem:
+                    raise fail(link, f"{_oneline(file, 80)}: {problem}", "file")
+            elif kind == "json":
+                if "file" in state:
+                    raise fail(link, "an object array is stored inline, not in a member")
+                if type(content) is not list:
+                    raise fail(link, "an object array needs a list here", "content")
+                for i, v in enumerate(content):
+                    push((v, (link, "content", i), d))
+                push((state.get("shape"), (link, "shape"), d))
+            else:
+                raise fail(link, f"unknown array storage {_oneline(repr(kind), 40)}", "type")
+        elif loader in ("ObjectNode", "RandomStateNode"):
+            if content is not None or loader == "RandomStateNode":
+                push((content, (link, "content"), d))
+        elif loader == "RandomGeneratorNode":
+            if type(content) is not dict or set(content) != {"bit_generator", "seed_seq"}:
+                raise fail(link, "must hold exactly 'bit_generator' and 'seed_seq'", "content")
+            try:
+                bit_generator = json.loads(content["bit_generator"]["content"]["bit_generator"]["content"])
+            except (KeyError, TypeError, ValueError, RecursionError):
+                bit_generator = None
+            if bit_generator not in TRUSTED_BIT_GENERATORS:
+                raise fail(link, f"the bit generator must be one of {', '.join(TRUSTED_BIT_GENERATORS)}",
+                           "content", "bit_generator")
+            push((content["bit_generator"], (link, "content", "bit_generator"), d))
+            push((content["seed_seq"], (link, "content", "seed_seq"), d))
+        elif loader in ("LossNode", "TreeNode"):
+            reduce = state.get("__reduce__")
+            if type(reduce) is not dict or set(reduce) != {"args"}:
+                raise fail(link, "must hold exactly 'args'", "__reduce__")
+            push((reduce["args"], (link, "__reduce__", "args"), d))
+            push((content, (link, "content"), d))
+        # TypeNode: no children
+    unreferenced = sorted(set(members) - referenced - {"schema.json"})
+    if unreferenced:
+        raise ModelLoadError(f"{model_path}: zip member {_oneline(unreferenced[0], 80)!r} is not referenced by "
+                             f"schema.json; refusing to load")
+    return found
+
+
+def _check_npy(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> str | None:
+    """What is wrong with a ``.npy`` member's header (``None`` when nothing): version, object dtype,
+    a size that does not match its shape."""
+    from numpy.lib import format as npformat
+
+    try:
+        with zf.open(info) as fh:
+            version = npformat.read_magic(fh)
+            if version == (1, 0):
+                shape, _, dtype = npformat.read_array_header_1_0(fh)
+            elif version == (2, 0):
+                shape, _, dtype = npformat.read_array_header_2_0(fh)
+            else:
+                return f"unsupported .npy version {version}"
+            offset = fh.tell()
+    except (ValueError, TypeError, SyntaxError, OSError, EOFError, zipfile.BadZipFile, RecursionError,
+            MemoryError) as exc:
+        return f"not a valid .npy array ({_oneline(exc, 120)})"
+    if dtype.hasobject:
+        return "object arrays are not allowed in a .npy member"
+    if not all(isinstance(n, int) and n >= 0 for n in shape):
+        return "invalid shape"
+    if math.prod(shape) * dtype.itemsize != info.file_size - offset:
+        return f"its shape {tuple(shape)} does not match its size"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------- after loading
+def _check_detector(det, meta: dict, model_path: Path) -> None:
+    """Attribute types of the loaded detector, and their agreement with ``meta.json``."""
+    from ..features import EvidenceFeaturizer
+    from ._detector import CALIBRATIONS, THRESHOLD_RULES, Detector
+    from ._frame import FrameBuilder
+    from ._methods import METHODS
+    from ._spans import SpanTagger
+
+    if type(det) is not Detector:
+        raise ModelLoadError(f"{model_path}: holds a {type(det).__name__}, not an evqual.models.Detector")
+    attrs = vars(det)
+
+    def fail(name, problem):
+        return ModelLoadError(f"{model_path}: Detector attribute '{name}' {problem}; refusing to load")
+
+    def get(name, default=KeyError):
+        if name not in attrs:
+            if default is KeyError:
+                raise fail(name, "is missing")
+            return default
+        return attrs[name]
+
+    def unit(name, value, optional=False):
+        if value is None and optional:
+            return
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                or not 0.0 <= value <= 1.0:
+            raise fail(name, f"must be a finite number in [0, 1]; got {_oneline(repr(value), 60)}")
+
+    for name, known, key in (("method", tuple(METHODS), "method"), ("calibration", CALIBRATIONS, "calibration"),
+                             ("threshold_rule", THRESHOLD_RULES, "threshold_rule"),
+                             ("entity_backend", ENTITY_BACKENDS, "entity_backend")):
+        value = get(name)
+        if not isinstance(value, str) or value not in known:
+            raise fail(name, f"must be one of {', '.join(known)}; got {_oneline(repr(value), 60)}")
+        if value != meta[key]:
+            raise fail(name, f"is {value!r} but meta.json says {meta[key]!r}")
+    if not isinstance(get("exclude_implicit_true"), bool):
+        raise fail("exclude_implicit_true", "must be a bool")
+    unit("threshold_", get("threshold_"))
+    if attrs["threshold_"] != meta["threshold"]:
+        raise fail("threshold_", f"is {attrs['threshold_']!r} but meta.json says {meta['threshold']!r}")
+    unit("sentence_threshold_", get("sentence_threshold_"), optional=True)
+    if "sentence_threshold" in meta and attrs["sentence_threshold_"] != meta["sentence_threshold"]:
+        raise fail("sentence_threshold_", f"is {attrs['sentence_threshold_']!r} but meta.json says "
+                                          f"{meta['sentence_threshold']!r}")
+    for name in ("n_train_", "n_validation_"):
+        value = get(name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise fail(name, "must be a non-negative integer")
+    # the featurizers, and the features meta.json lists
+    builder = get("builder_")
+    if type(builder) is not FrameBuilder:
+        raise fail("builder_", f"must be a FrameBuilder; got {type(builder).__name__}")
+    for name in ("response_featurizer_", "sentence_featurizer_"):
+        if type(vars(builder).get(name)) is not EvidenceFeaturizer:
+            raise fail(f"builder_.{name}", "must be an EvidenceFeaturizer")
+    if vars(builder).get("entity_backend") != meta["entity_backend"]:
+        raise fail("builder_.entity_backend", f"does not match meta.json ({meta['entity_backend']!r})")
+    try:
+        names = (list(builder.response_names), list(builder.sentence_names))
+    except Exception as exc:  # noqa: BLE001 - a malformed featurizer
+        raise fail("builder_", f"cannot list its features ({type(exc).__name__}: {_oneline(exc, 120)})") from None
+    for key, got in zip(("response_features", "sentence_features"), names):
+        if got != list(meta[key]):
+            raise ModelLoadError(f"{model_path}: the featurizers compute other features than meta.json field "
+                                 f"'{key}' lists; refusing to load")
+    # the model: the classes its method builds
+    _check_structure(get("model_"), METHODS[attrs["method"]].make(), "model_", fail)
+    calibrator = get("calibrator_")
+    want = {"sigmoid": "_SigmoidCalibration", "isotonic": "IsotonicRegression", "none": "NoneType"}
+    if type(calibrator).__name__ != want[attrs["calibration"]] or \
+            calibrator is not None and not type(calibrator).__module__.startswith("sklearn."):
+        raise fail("calibrator_", f"must be a {want[attrs['calibration']]} for calibration "
+                                  f"{attrs['calibration']!r}; got {type(calibrator).__name__}")
+    if attrs["calibration"] == "sigmoid":
+        for name in ("a_", "b_"):
+            value = vars(calibrator).get(name)
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) or \
+                    not math.isfinite(value):
+                raise fail(f"calibrator_.{name}", "must be a finite number")
+    # the span tagger
+    tagger = get("span_tagger_", None)
+    if tagger is not None and type(tagger) is not SpanTagger:
+        raise fail("span_tagger_", f"must be a SpanTagger or None; got {type(tagger).__name__}")
+    span = meta.get("span_tagger")
+    if "span_tagger" in meta and (span is None) != (tagger is None):
+        raise fail("span_tagger_", "disagrees with meta.json field 'span_tagger'")
+    if tagger is not None:
+        unit("span_threshold_", get("span_threshold_"))
+        unit("span_gate_", get("span_gate_", 0.0))
+        if span is not None and (attrs["span_threshold_"] != span["threshold"]
+                                 or attrs.get("span_gate_", 0.0) != span["gate"]):
+            raise fail("span_threshold_", "or 'span_gate_' disagrees with meta.json field 'span_tagger'")
+
+
+def _check_structure(model, fresh, name, fail) -> None:
+    """``model`` must be of the class ``fresh`` is, with sub-estimators of the same classes."""
+    if type(model) is not type(fresh):
+        raise fail(name, f"must be a {type(fresh).__name__} (what its method builds); got {type(model).__name__}")
+    try:
+        got = model.get_params(deep=True)
+    except Exception as exc:  # noqa: BLE001 - a malformed estimator
+        raise fail(name, f"has malformed parameters ({type(exc).__name__}: {_oneline(exc, 120)})") from None
+    for key, value in fresh.get_params(deep=True).items():
+        if hasattr(value, "get_params") and not isinstance(value, type):
+            if key not in got or type(got[key]) is not type(value):
+                raise fail(f"{name}.{key}", f"must be a {type(value).__name__}; got "
+                                            f"{type(got.get(key)).__name__}")
+
+
+def _check_trees(det, model_path: Path) -> None:
+    """Every tree in the detector must be safe to walk: indices in range, children after their parent.
+
+    scikit-learn walks ``Tree`` and ``TreePredictor`` node arrays in compiled
+    code without bounds checks; skops checks types, not these contents.
+    """
+    from sklearn.ensemble._forest import BaseForest
+    from sklearn.ensemble._gb import BaseGradientBoosting
+    from sklearn.ensemble._hist_gradient_boosting.gradient_boosting import BaseHistGradientBoosting
+    from sklearn.ensemble._hist_gradient_boosting.predictor import TreePredictor
+    from sklearn.tree import BaseDecisionTree
+    from sklearn.tree._tree import Tree
+
+    def fail(where, problem):
+        return ModelLoadError(f"{model_path}: {where}: {problem}; refusing to load")
+
+    def n_features(est, where):
+        n = vars(est).get("n_features_in_")
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise fail(where, "n_features_in_ must be a positive integer")
+        return int(n)
+
+    seen_trees, checked = {}, set()
+    stack, visited = [(det, "detector")], set()
+    while stack:
+        obj, where = stack.pop()
+        if id(obj) in visited:
+            continue
+        visited.add(id(obj))
+        if isinstance(obj, (Tree, TreePredictor)):
+            seen_trees[id(obj)] = where
+        # only fitted estimators hold trees (a template estimator parameter is unfitted)
+        if isinstance(obj, BaseDecisionTree) and "tree_" in vars(obj):
+            tree = vars(obj).get("tree_")
+            if not isinstance(tree, Tree):
+                raise fail(f"{where}.tree_", "must be a sklearn Tree")
+            _check_tree(tree, n_features(obj, where), f"{where}.tree_", fail)
+            checked.add(id(tree))
+        if isinstance(obj, BaseForest) and "estimators_" in vars(obj):
+            n = n_features(obj, where)
+            for i, est in enumerate(vars(obj).get("estimators_", ())):
+                if not isinstance(est, BaseDecisionTree) or n_features(est, f"{where}.estimators_[{i}]") != n:
+                    raise fail(f"{where}.estimators_[{i}]", f"must be a decision tree over {n} features")
+        if isinstance(obj, BaseGradientBoosting) and "estimators_" in vars(obj):
+            n = n_features(obj, where)
+            ests = vars(obj).get("estimators_")
+            k = vars(obj).get("n_trees_per_iteration_")
+            if not isinstance(ests, np.ndarray) or ests.ndim != 2 or ests.shape[1] != k or \
+                    k != (1 if len(getattr(obj, "classes_", ())) == 2 else len(getattr(obj, "classes_", ()))):
+                raise fail(f"{where}.estimators_", "must be an array of one tree per stage and class")
+            for i, est in enumerate(ests.ravel()):
+                if not isinstance(est, BaseDecisionTree) or n_features(est, f"{where}.estimators_[{i}]") != n:
+                    raise fail(f"{where}.estimators_[{i}]", f"must be a decision tree over {n} features")
+        if isinstance(obj, BaseHistGradientBoosting) and "_predictors" in vars(obj):
+            _check_hgb(obj, n_features(obj, where), where, fail, checked)
+        # children
+        if isinstance(obj, dict):
+            stack.extend((v, f"{where}[{k!r}]") for k, v in obj.items())
+        elif isinstance(obj, (list, tuple)):
+            stack.extend((v, f"{where}[{i}]") for i, v in enumerate(obj))
+        elif isinstance(obj, np.ndarray):
+            if obj.dtype == object:
+                stack.extend((v, f"{where}[{i}]") for i, v in enumerate(obj.ravel()))
+        elif hasattr(obj, "__dict__") and type(obj).__module__.split(".")[0] in ("evqual", "sklearn"):
+            stack.extend((v, f"{where}.{k}") for k, v in vars(obj).items())
+    loose = [w for i, w in seen_trees.items() if i not in checked]
+    if loose:
+        raise fail(loose[0], "a tree outside the estimator that owns it")
+
+
+def _check_tree(tree, n_features: int, where: str, fail) -> None:
+    """A ``sklearn.tree._tree.Tree``: node count, children in (node, node_count), features < n_features."""
+    count, capacity = tree.node_count, tree.capacity
+    if count < 1 or count != capacity:  # node_count past the allocated nodes would read out of bounds
+        raise fail(where, f"node_count {count} does not match its {capacity} stored nodes")
+    if tree.n_features != n_features:
+        raise fail(where, f"is over {tree.n_features} features, its estimator over {n_features}")
+    left, right, feature = tree.children_left, tree.children_right, tree.feature
+    ids = np.arange(count)
+    leaf = left == -1
+    if np.any(leaf != (right == -1)):
+        raise fail(where, "a node has exactly one child")
+    inner = ~leaf
+    bad = inner & ((left <= ids) | (left >= count) | (right <= ids) | (right >= count))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise fail(where, f"node {i} has children ({int(left[i])}, {int(right[i])}) outside ({i}, {count})")
+    bad = inner & ((feature < 0) | (feature >= n_features))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise fail(where, f"node {i} splits on feature {int(feature[i])}, not in [0, {n_features})")
+    if not np.isfinite(tree.value).all():
+        raise fail(where, "holds non-finite leaf values")
+
+
+def _check_hgb(est, n_features: int, where: str, fail, checked: set) -> None:
+    """The ``TreePredictor`` node arrays of a HistGradientBoosting estimator."""
+    from sklearn.ensemble._hist_gradient_boosting.predictor import TreePredictor
+
+    predictors = vars(est).get("_predictors")
+    k = vars(est).get("n_trees_per_iteration_")
+    if not isinstance(predictors, list) or not isinstance(k, int) or k < 1:
+        raise fail(f"{where}._predictors", "must be a list of trees per iteration")
+    mapper = vars(est).get("_bin_mapper")
+    categorical = getattr(mapper, "is_categorical_", None)
+    for i, stage in enumerate(predictors):
+        if not isinstance(stage, list) or len(stage) != k:
+            raise fail(f"{where}._predictors[{i}]", f"must hold {k} trees")
+        for j, pred in enumerate(stage):
+            w = f"{where}._predictors[{i}][{j}]"
+            if type(pred) is not TreePredictor:
+                raise fail(w, "must be a TreePredictor")
+            _check_predictor(pred, n_features, categorical, w, fail)
+            checked.add(id(pred))
+
+
+def _check_predictor(pred, n_features: int, categorical, where: str, fail) -> None:
+    from sklearn.ensemble._hist_gradient_boosting.common import PREDICTOR_RECORD_DTYPE
+
+    nodes = vars(pred).get("nodes")
+    if not isinstance(nodes, np.ndarray) or nodes.dtype != PREDICTOR_RECORD_DTYPE or nodes.ndim != 1 or \
+            len(nodes) < 1:
+        raise fail(f"{where}.nodes", "must be a non-empty array of predictor records")
+    bitsets = []
+    for name in ("binned_left_cat_bitsets", "raw_left_cat_bitsets"):
+        b = vars(pred).get(name)
+        if not isinstance(b, np.ndarray) or b.dtype != np.uint32 or b.ndim != 2 or b.shape[1] != 8:
+            raise fail(f"{where}.{name}", "must be a (n, 8) uint32 array")
+        bitsets.append(len(b))
+    n = len(nodes)
+    ids = np.arange(n)
+    leaf = nodes["is_leaf"] != 0
+    inner = ~leaf
+    left, right = nodes["left"].astype(np.int64), nodes["right"].astype(np.int64)
+    bad = inner & ((left <= ids) | (left >= n) | (right <= ids) | (right >= n))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise fail(f"{where}.nodes", f"node {i} has children ({int(left[i])}, {int(right[i])}) outside ({i}, {n})")
+    feature = nodes["feature_idx"]
+    bad = inner & ((feature < 0) | (feature >= n_features))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise fail(f"{where}.nodes", f"node {i} splits on feature {int(feature[i])}, not in [0, {n_features})")
+    depth = nodes["depth"].astype(np.int64)
+    if depth[0] != 0 or np.any(depth[left[inner]] != depth[inner] + 1) or \
+            np.any(depth[right[inner]] != depth[inner] + 1):
+        raise fail(f"{where}.nodes", "node depths do not follow the tree")
+    cat = inner & (nodes["is_categorical"] != 0)
+    if cat.any():
+        idx = np.flatnonzero(cat)
+        if not isinstance(categorical, np.ndarray) or categorical.dtype != bool or categorical.shape != (n_features,) \
+                or not categorical[feature[idx]].all():
+            raise fail(f"{where}.nodes", "a categorical split on a feature not known to be categorical")
+        if np.any(nodes["bitset_idx"][idx] >= min(bitsets)):
+            raise fail(f"{where}.nodes", "a categorical split's bitset index is out of range")
+    if not np.isfinite(nodes["value"][leaf]).all():
+        raise fail(f"{where}.nodes", "holds non-finite leaf values")
+
+
+# ---------------------------------------------------------------------------------------------- loading
+def load_detector(path, *, sha256: str | None = None):
     """Load a detector saved by :func:`save_detector`, with every check of the trust model.
+
+    Parameters
+    ----------
+    path : str or Path
+        The model folder.
+    sha256 : str, optional
+        The expected SHA-256 of ``model.skops`` (64 hexadecimal characters),
+        compared before anything else is read.  Default: the value of
+        ``$EVQUAL_MODEL_SHA256`` when it is set, else no pin.
 
     Raises
     ------
     ModelLoadError
-        Missing or malformed ``meta.json``, a SHA-256 mismatch (tampered or
-        corrupted model file), a feature version this evqual does not compute,
-        or a type outside the allow-list in the model file.
+        Naming the file and the field: a SHA-256 that differs from the pinned
+        one or from ``meta.json``'s, a missing or malformed ``meta.json``, a
+        feature version this evqual does not compute, a malformed zip or
+        ``schema.json``, a type outside :data:`TRUSTED_TYPES`, or a loaded
+        detector whose attributes or trees are not what evqual saves.
 
     Examples
     --------
-    >>> import tempfile
+    >>> import hashlib, tempfile
     >>> from evqual.data import load_sample
     >>> from evqual.models import Detector, save_detector, load_detector
     >>> folder = save_detector(Detector("nli-proxy").fit(load_sample()), tempfile.mkdtemp())
     >>> load_detector(folder).method
     'nli-proxy'
+    >>> pin = hashlib.sha256((folder / "model.skops").read_bytes()).hexdigest()
+    >>> load_detector(folder, sha256=pin).threshold_ == load_detector(folder).threshold_
+    True
+    >>> load_detector(folder, sha256="0" * 64)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    evqual.models._io.ModelLoadError: .../model.skops: SHA-256 ... does not match the expected 000...
     """
     import sklearn
-    import skops.io as sio
 
     folder = Path(path)
-    meta = read_meta(folder)
-    meta_path = folder / META_FILE
     model_path = folder / MODEL_FILE
-    if not model_path.is_file():
-        raise ModelLoadError(f"{model_path}: missing")
-    digest = _sha256(model_path)
-    if digest != meta["model_sha256"]:
+    meta_path = folder / META_FILE
+    expected, source = _expected_sha256(sha256)
+    data = None
+    if expected is not None:  # the pin comes before anything else is read
+        if not folder.is_dir():
+            raise ModelLoadError(f"{folder}: no such model folder")
+        data = _read_model_bytes(model_path)
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != expected:
+            raise ModelLoadError(f"{model_path}: SHA-256 {digest} does not match the expected {expected} "
+                                 f"(from {source}); refusing to load")
+    meta = read_meta(folder)
+    if data is None:
+        data = _read_model_bytes(model_path)
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != meta["model_sha256"].lower():
         raise ModelLoadError(f"{model_path}: SHA-256 {digest[:12]}... does not match meta.json "
                              f"({meta['model_sha256'][:12]}...); the file was modified after saving. Refusing to load.")
     _check_features(meta, meta_path)
@@ -232,11 +1185,156 @@ def load_detector(path):
     if _version_tuple(meta["sklearn_version"]) > _version_tuple(sklearn.__version__):
         warnings.warn(f"{meta_path}: saved with scikit-learn {meta['sklearn_version']}, newer than this "
                       f"{sklearn.__version__}", UserWarning, stacklevel=2)
-    untrusted = sio.get_untrusted_types(file=model_path)
-    refused = [t for t in untrusted if not t.startswith(TRUSTED_PREFIXES)]
-    if refused:
-        raise ModelLoadError(f"{model_path}: holds types outside the allow-list {TRUSTED_PREFIXES}: {refused}")
-    detector = sio.load(model_path, trusted=untrusted)
+    detector = _load_skops(data, model_path)
+    try:
+        _check_detector(detector, meta, model_path)
+        _check_trees(detector, model_path)
+    except ModelLoadError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a malformed object met by a check
+        raise ModelLoadError(f"{model_path}: malformed model ({type(exc).__name__}: {_oneline(exc)}); "
+                             f"refusing to load") from None
     meta.setdefault("name", folder.name)
     detector.meta_ = meta
     return detector
+
+
+def _load_skops(data: bytes, model_path: Path):
+    """Audit the zip and its schema, then construct with skops trusting exactly the types found."""
+    import skops.io as sio
+
+    zf = _open_zip(data, model_path)
+    try:
+        found = _audit_schema(zf, model_path)
+    finally:
+        zf.close()
+    try:
+        return sio.load(io.BytesIO(data), trusted=sorted(found))
+    except Exception as exc:  # noqa: BLE001 - anything skops or a constructor raises on a malformed file
+        raise ModelLoadError(f"{model_path}: cannot be loaded ({type(exc).__name__}: {_oneline(exc)}); "
+                             f"refusing to load") from None
+
+
+# ---------------------------------------------------------------------------------------------- builds
+def fit_detector(examples, *, method: str = "evqual", calibration: str = "sigmoid", threshold_rule: str = "f1",
+                 entity_backend: str = "regex", validation_split: str | None = "test"):
+    """Fit a :class:`Detector` on all given examples, as ``evqual train`` does.
+
+    The calibration and threshold part is 25% of the sources of the
+    ``validation_split`` split when the data has one, else 20% of all sources.
+    """
+    from ._detector import Detector
+
+    det = Detector(method, calibration=calibration, threshold_rule=threshold_rule, entity_backend=entity_backend)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return det.fit(examples, validation_pool=validation_split or None)
+
+
+def training_data_info(result, label: str, *, validation_split: str | None = "test") -> dict:
+    """What ``meta.json`` records of the training data: path, SHA-256 of its files, row counts."""
+    from collections import Counter
+
+    digest = hashlib.sha256()
+    for p in sorted(result.paths):
+        digest.update(Path(p).read_bytes())
+    return {"path": label, "sha256": digest.hexdigest(), "rows": len(result),
+            "rows_by_split": dict(Counter(str(ex.split) for ex in result)),
+            "rows_by_task": dict(Counter(str(ex.task_type) for ex in result)),
+            "positives": int(sum(1 for ex in result if ex.label == 1)),
+            "validation_split": validation_split}
+
+
+def build_model(data, out, *, method: str = "evqual", calibration: str = "sigmoid", threshold_rule: str = "f1",
+                entity_backend: str = "regex", validation_split: str | None = "test",
+                metrics: dict | None = None) -> Path:
+    """Train and save a model exactly as ``evqual train --data DATA --method METHOD --out OUT`` does.
+
+    Parameters
+    ----------
+    data : str or Path
+        Dataset folder or file (see :func:`evqual.data.load_data`), recorded
+        in ``meta.json`` as given.
+    out : str or Path
+        The model folder to write.
+    method, calibration, threshold_rule, entity_backend, validation_split
+        As the options of ``evqual train``.
+    metrics : dict, optional
+        Evaluation metrics recorded in ``meta.json``.
+
+    Returns
+    -------
+    Path
+        The folder.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from evqual.data import sample_path
+    >>> from evqual.models import build_model, read_meta
+    >>> folder = build_model(sample_path(), tempfile.mkdtemp(), method="nli-proxy")
+    >>> read_meta(folder)["training_data"]["rows"]
+    72
+    """
+    from ..data import load_data
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = load_data(Path(data))
+    det = fit_detector(result, method=method, calibration=calibration, threshold_rule=threshold_rule,
+                       entity_backend=entity_backend, validation_split=validation_split)
+    info = training_data_info(result, str(data), validation_split=validation_split)
+    return save_detector(det, out, training_data=info, metrics=metrics)
+
+
+def check_rebuild(model, data, *, workdir=None) -> dict:
+    """Rebuild a saved model from ``data`` and compare the prediction fingerprints.
+
+    The rebuild uses the method, calibration, threshold rule, entity backend
+    and validation split recorded in the model's ``meta.json``.  The
+    reference is the fingerprint recorded there; a model saved before
+    fingerprints were recorded is loaded and fingerprinted.
+
+    Parameters
+    ----------
+    model : str or Path
+        The saved model folder (for instance ``models/default``).
+    data : str or Path
+        The data it was trained on.
+    workdir : str or Path, optional
+        Where to write the rebuild (default: a temporary folder, removed).
+
+    Returns
+    -------
+    dict
+        ``{"ok", "expected", "rebuilt", "recorded", "threshold", "rebuilt_threshold",
+        "model_sha256", "rebuilt_model_sha256"}``; ``ok`` is whether the
+        fingerprints are equal.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from evqual.data import sample_path
+    >>> from evqual.models import build_model, check_rebuild
+    >>> folder = build_model(sample_path(), tempfile.mkdtemp(), method="nli-proxy")
+    >>> check_rebuild(folder, sample_path())["ok"]
+    True
+    """
+    import tempfile
+
+    meta = read_meta(model)
+    recorded = "prediction_fingerprint" in meta
+    if recorded:
+        expected = meta["prediction_fingerprint"]["sha256"]
+    else:
+        expected = prediction_fingerprint(load_detector(model))["sha256"]
+    settings = dict(method=meta["method"], calibration=meta["calibration"], threshold_rule=meta["threshold_rule"],
+                    entity_backend=meta["entity_backend"],
+                    validation_split=meta["training_data"].get("validation_split", "test"))
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        folder = build_model(data, Path(tmp) / "model", **settings)
+        rebuilt = read_meta(folder)
+    got = rebuilt["prediction_fingerprint"]["sha256"]
+    return {"ok": got == expected, "expected": expected, "rebuilt": got, "recorded": recorded,
+            "threshold": meta["threshold"], "rebuilt_threshold": rebuilt["threshold"],
+            "model_sha256": meta["model_sha256"], "rebuilt_model_sha256": rebuilt["model_sha256"]}

@@ -31,6 +31,8 @@ from ._frame import SENT, TOK
 
 __all__ = ["SpanTagger", "tokens_to_spans", "project_sentences", "span_counts", "span_scores"]
 
+_TOKEN_CHUNK = 4096  # token rows scored at once by SpanTagger.token_proba
+
 
 def tokens_to_spans(offsets: np.ndarray, risks: np.ndarray, threshold: float, sentence=None
                     ) -> list[tuple[int, int, float]]:
@@ -207,24 +209,38 @@ class SpanTagger(BaseEstimator):
         if self.uses_sentence_risks_ and sentence_risks is None:
             raise ValueError("this tagger was fitted with sentence risks; pass sentence_risks.")
         SR = sentence_risks if self.uses_sentence_risks_ else [None] * len(frame)
-        rows, masks = [], []
+        # token rows are built and scored a bounded number at a time (a row's risk does not depend on the
+        # rows scored with it), so memory stays bounded for any answer length
+        out, batch, n_batch = [], [], 0
         for tok, sent, resp, sr in zip(frame[TOK], frame[SENT], self._response_matrix(frame), SR):
-            mask = None
-            if gate > 0 and sr is not None and len(tok.sentence):
-                mask = np.asarray(sr)[tok.sentence] >= gate
-                tok = tok._replace(values=tok.values[mask], sentence=tok.sentence[mask])
-            rows.append(self._rows(tok, sent, resp, sr))
-            masks.append(mask)
-        lengths = [len(r) for r in rows]
-        p = fast_proba(self.estimator_, np.vstack(rows))[:, 1] if sum(lengths) else np.zeros(0)
-        out = []
-        for part, mask in zip(np.split(p, np.cumsum(lengths)[:-1]), masks):
-            if mask is not None:
-                full = np.zeros(len(mask))
-                full[mask] = part
-                part = full
-            out.append(part)
+            n_tok = len(tok.sentence)
+            risk = np.zeros(n_tok)
+            out.append(risk)
+            if gate > 0 and sr is not None and n_tok:
+                keep = np.flatnonzero(np.asarray(sr)[tok.sentence] >= gate)
+            else:
+                keep = np.arange(n_tok)
+            for a in range(0, len(keep), _TOKEN_CHUNK):
+                sel = keep[a:a + _TOKEN_CHUNK]
+                batch.append((risk, sel, self._rows(tok._replace(values=tok.values[sel], sentence=tok.sentence[sel]),
+                                                    sent, resp, sr)))
+                n_batch += len(sel)
+                if n_batch >= _TOKEN_CHUNK:
+                    self._score_rows(batch)
+                    batch, n_batch = [], 0
+        if batch:
+            self._score_rows(batch)
         return out
+
+    def _score_rows(self, batch) -> None:
+        rows = [r for _, _, r in batch if len(r)]
+        if not rows:
+            return
+        p = fast_proba(self.estimator_, np.vstack(rows))[:, 1]
+        pos = 0
+        for risk, sel, r in batch:
+            risk[sel] = p[pos:pos + len(r)]
+            pos += len(r)
 
     def predict_spans(self, frame, threshold: float, sentence_risks=None, *, gate: float = 0.0):
         """``(start, end, risk)`` spans per response."""

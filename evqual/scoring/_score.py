@@ -14,6 +14,8 @@ gaps.
 
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 
 from ..features._token_features import token_block
@@ -121,8 +123,9 @@ def score_examples(detector, examples, *, policy: Policy | None = None) -> list[
         offsets = an.offsets
         holds_span = np.zeros(len(offsets), dtype=bool)
         span_results = []
+        starts = [s for s, _ in offsets]
         for s, e, r in pred_spans:
-            j = _sentence_of(offsets, s)
+            j = _sentence_of(offsets, s, starts)
             if j >= 0:
                 holds_span[j] = True
             span_results.append(SpanResult(s, e, ex.output[s:e], float(r), j))
@@ -161,8 +164,21 @@ def _default_policy() -> Policy:
     return _DEFAULT_POLICY[0]
 
 
-def _sentence_of(offsets, pos: int) -> int:
-    for i, (s, e) in enumerate(offsets):
-        if s <= pos < e:
-            return i
-    return -1
+def _sentence_of(offsets, pos: int, starts=None) -> int:
+    """Index of the sentence ``(start, end)`` of ``offsets`` holding character ``pos`` (``-1``: none).
+
+    ``offsets`` are ordered and non-overlapping (as
+    :func:`evqual.text.split_sentences` gives them), so a binary search over
+    the sentence starts finds the only candidate: the last sentence starting
+    at or before ``pos``.  ``starts`` (the starts of ``offsets``) may be
+    passed when many positions are looked up in one answer.
+
+    Examples
+    --------
+    >>> _sentence_of([(0, 5), (6, 10)], 7), _sentence_of([(0, 5), (6, 10)], 5)
+    (1, -1)
+    """
+    if starts is None:
+        starts = [s for s, _ in offsets]
+    i = bisect.bisect_right(starts, pos) - 1
+    return i if i >= 0 and pos < offsets[i][1] else -1

@@ -60,6 +60,7 @@ _WORD_RE = re.compile(_WORD)
 _LEADING_DROP = frozenset({"the", "a", "an", "this", "that", "these", "those"})
 _POSSESSIVE_RE = re.compile(r"['\u2019]s?$")
 _OPENERS = "\"'\u201c\u2018([*-#> \t"
+_OPENERS_RUN_RE = re.compile("[" + re.escape(_OPENERS) + "]*")
 
 
 def _is_special(word: str) -> bool:
@@ -93,8 +94,10 @@ class RegexEntityExtractor:
 
     def _extract_sentence(self, text: str, s_start: int, s_end: int) -> list[Entity]:
         ents: list[Entity] = []
+        # a run is at the sentence start when only opening quotes, brackets, bullets or spaces precede it
+        first_visible = _OPENERS_RUN_RE.match(text, s_start, s_end).end()
         for m in _RUN_RE.finditer(text, s_start, s_end):
-            at_start = m.start() == s_start or not text[s_start:m.start()].strip(_OPENERS)
+            at_start = m.start() <= first_visible
             group = m.group()
             if " " not in group and "\t" not in group:  # fast path: one word
                 if at_start and not _is_special(group):
@@ -102,11 +105,13 @@ class RegexEntityExtractor:
                 words = [(m.start(), m.end(), group)]
             else:
                 words = [(w.start(), w.end(), w.group()) for w in _WORD_RE.finditer(text, m.start(), m.end())]
-            while words and (words[0][2].lower() in _LEADING_DROP or words[0][2].lower() in STOP_WORDS):
-                words = words[1:]
+            lo, hi = 0, len(words)
+            while lo < hi and (words[lo][2].lower() in _LEADING_DROP or words[lo][2].lower() in STOP_WORDS):
+                lo += 1
                 at_start = False
-            while words and words[-1][2].lower() in _CONNECTORS:
-                words = words[:-1]
+            while hi > lo and words[hi - 1][2].lower() in _CONNECTORS:
+                hi -= 1
+            words = words[lo:hi]
             if not words:
                 continue
             if len(words) == 1:

@@ -37,17 +37,31 @@ ABBREVIATIONS = frozenset(
 _BOUNDARY_RE = re.compile(r"\n\s*|[.!?]+[\"'\u201d\u2019)\]]*\s+")
 _ALNUM_RE = re.compile(r"[^\W_]")
 _WORD_BEFORE_RE = re.compile(r"([\w.]+)$")
-_LIST_MARKER_RE = re.compile(r"^\s*(?:\d{1,3}|[A-Za-z]|[ivxIVX]{1,4})[.)]?$")
+# a list marker ("1.", "a)", "iv."): leading white space, then _LIST_MARKER_BODY_RE (below)
 
 
-def _is_false_stop(text: str, seg_start: int, punct_pos: int, next_pos: int) -> bool:
-    """True when the period at ``punct_pos`` does not end a sentence."""
+def _is_false_stop(text: str, seg_start: int, punct_pos: int, next_pos: int, content_start: int | None = None) -> bool:
+    """True when the period at ``punct_pos`` does not end a sentence.
+
+    The text since the segment start (``text[seg_start:punct_pos]``) is
+    never copied: the list-marker test looks at it from its first visible
+    character (``content_start``, computed once per segment) and the word
+    before the period is searched in a window that grows only while the word
+    reaches the window's left edge, so a long segment of false stops
+    (``"J. J. J. ..."``) costs time linear in its length.
+    """
     if text[punct_pos] != ".":
         return False
-    before = text[seg_start:punct_pos]
-    if _LIST_MARKER_RE.match(before):
+    if content_start is None:
+        content_start = _SPACES_RE.match(text, seg_start, punct_pos).end()
+    if _LIST_MARKER_BODY_RE.match(text, content_start, punct_pos):
         return True
-    m = _WORD_BEFORE_RE.search(before)
+    lo = max(seg_start, punct_pos - _WINDOW)
+    while True:
+        m = _WORD_BEFORE_RE.search(text, lo, punct_pos)
+        if m is None or m.start() > lo or lo == seg_start:
+            break
+        lo = max(seg_start, punct_pos - 4 * (punct_pos - lo))
     if m:
         word = m.group(1).lower().strip(".")
         if word in ABBREVIATIONS or (len(word) == 1 and word.isalpha()):
@@ -55,6 +69,12 @@ def _is_false_stop(text: str, seg_start: int, punct_pos: int, next_pos: int) -> 
     if next_pos < len(text) and text[next_pos].islower():
         return True
     return False
+
+
+_WINDOW = 64
+_SPACES_RE = re.compile(r"\s*")
+# a list marker without its leading white space, matched from the segment's first visible character
+_LIST_MARKER_BODY_RE = re.compile(r"(?:\d{1,3}|[A-Za-z]|[ivxIVX]{1,4})[.)]?$")
 
 
 def split_sentences(text: str) -> list[tuple[int, int]]:
@@ -93,15 +113,20 @@ def _split_cached(text: str) -> tuple[tuple[int, int], ...]:
 def _split(text: str) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     seg_start = 0
+    content_start = None  # first visible character of the segment, found on its first false-stop test
     for m in _BOUNDARY_RE.finditer(text):
-        if text[m.start()] != "\n" and _is_false_stop(text, seg_start, m.start(), m.end()):
-            continue
+        if text[m.start()] != "\n":
+            if content_start is None:
+                content_start = _SPACES_RE.match(text, seg_start, m.start()).end()
+            if _is_false_stop(text, seg_start, m.start(), m.end(), content_start):
+                continue
         # keep the punctuation (and closing quotes) with the sentence
         end = m.start()
         if text[m.start()] != "\n":
             end = m.start() + len(m.group().rstrip())
         _add(text, seg_start, end, spans)
         seg_start = m.end()
+        content_start = None
     _add(text, seg_start, len(text), spans)
     return spans
 

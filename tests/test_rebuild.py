@@ -1,0 +1,137 @@
+"""``models/default`` is rebuildable from the repository, and the rebuild check can fail (issue 8)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+from evqual.data import sample_path
+from evqual.models import (
+    build_model,
+    check_rebuild,
+    default_model_path,
+    load_detector,
+    prediction_fingerprint,
+    read_meta,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "scripts" / "build_default_model.py"
+
+
+@pytest.fixture(scope="module")
+def sample_model(tmp_path_factory):
+    """``evqual`` (the shipped method, with its span tagger) built on the embedded sample."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return build_model(sample_path(), tmp_path_factory.mktemp("build") / "model")
+
+
+def test_shipped_model_records_versions_and_a_fingerprint_it_reproduces():
+    """The fingerprint in models/default/meta.json is what the shipped file predicts with this code."""
+    meta = read_meta(default_model_path())
+    for key in ("numpy_version", "scipy_version", "sklearn_version", "skops_version", "python_version"):
+        assert isinstance(meta.get(key), str) and meta[key], key
+    fp = meta["prediction_fingerprint"]
+    assert fp["rows"] == 72 and fp["data"] == "evqual.data.load_sample()"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = prediction_fingerprint(load_detector(default_model_path()))
+    assert got["sha256"] == fp["sha256"]
+
+
+def test_shipped_model_records_how_it_was_built():
+    meta = read_meta(default_model_path())
+    assert meta["method"] == "evqual" and meta["calibration"] == "sigmoid" and meta["threshold_rule"] == "f1"
+    assert meta["training_data"]["validation_split"] == "test"
+    assert meta["training_data"]["rows"] == 6027
+
+
+def test_build_is_deterministic_bit_for_bit(sample_model, tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        again = build_model(sample_path(), tmp_path / "again")
+    a, b = read_meta(sample_model), read_meta(again)
+    assert a["prediction_fingerprint"] == b["prediction_fingerprint"]
+    assert a["threshold"] == b["threshold"] and a["model_sha256"] == b["model_sha256"]
+    assert (sample_model / "model.skops").read_bytes() == (again / "model.skops").read_bytes()
+    assert a["span_tagger"] is not None
+
+
+def test_saved_bytes_do_not_depend_on_the_process_or_thread_count(sample_model, tmp_path):
+    """Another process with one OpenMP thread writes the same model.skops bytes (no thread count, no id())."""
+    import os
+
+    code = ("import sys, warnings; warnings.simplefilter('ignore')\n"
+            "from evqual.data import sample_path\nfrom evqual.models import build_model\n"
+            "build_model(sample_path(), sys.argv[1])\n")
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONHASHSEED="123")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path / "other")], check=True, timeout=600, env=env)
+    assert (tmp_path / "other" / "model.skops").read_bytes() == (sample_model / "model.skops").read_bytes()
+
+
+def test_check_rebuild_passes_on_the_same_data(sample_model):
+    result = check_rebuild(sample_model, sample_path())
+    assert result["ok"] and result["recorded"] and result["expected"] == result["rebuilt"]
+
+
+def test_check_rebuild_fails_on_other_data(sample_model, tmp_path):
+    """Trained on a subset, the rebuild predicts other floats: the check says so."""
+    subset = tmp_path / "subset"
+    shutil.copytree(sample_path(), subset)
+    lines = (subset / "response.jsonl").read_text(encoding="utf-8").splitlines()
+    (subset / "response.jsonl").write_text("\n".join(lines[:60]) + "\n", encoding="utf-8")
+    result = check_rebuild(sample_model, subset)
+    assert not result["ok"] and result["expected"] != result["rebuilt"]
+
+
+def test_check_rebuild_fails_when_the_recorded_fingerprint_is_not_the_model(sample_model, tmp_path):
+    folder = tmp_path / "model"
+    shutil.copytree(sample_model, folder)
+    meta = json.loads((folder / "meta.json").read_text())
+    meta["prediction_fingerprint"]["sha256"] = "0" * 64
+    (folder / "meta.json").write_text(json.dumps(meta))
+    assert not check_rebuild(folder, sample_path())["ok"]
+
+
+def test_fingerprint_changes_when_one_prediction_changes(sample_model):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        det = load_detector(sample_model)
+        before = prediction_fingerprint(det)["sha256"]
+        det.calibrator_.b_ += 1e-12  # the last bits of every risk
+        assert prediction_fingerprint(det)["sha256"] != before
+
+
+def test_script_check_exit_status(sample_model, tmp_path):
+    run = [sys.executable, str(SCRIPT), "--data", str(sample_path()), "--check", str(sample_model)]
+    proc = subprocess.run(run, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["ok"] is True and "rebuilds: same predictions" in proc.stderr
+    folder = tmp_path / "model"
+    shutil.copytree(sample_model, folder)
+    meta = json.loads((folder / "meta.json").read_text())
+    meta["prediction_fingerprint"]["sha256"] = "f" * 64
+    (folder / "meta.json").write_text(json.dumps(meta))
+    proc = subprocess.run(run[:-1] + [str(folder)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1 and "does NOT rebuild" in proc.stderr
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--data", str(tmp_path / "none"), "--check", str(folder)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 2 and "no data" in proc.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.ragtruth
+def test_shipped_model_rebuilds_from_the_shared_copy(ragtruth_path):
+    """The documented command rebuilds models/default with the same predictions (several minutes)."""
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--data", str(ragtruth_path), "--check",
+                           str(default_model_path())], capture_output=True, text=True, timeout=3600)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["ok"] and result["threshold"] == result["rebuilt_threshold"]
