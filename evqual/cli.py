@@ -90,6 +90,12 @@ def _add_fit_options(parser) -> None:
                         help="calibration of the scores on the validation part (default sigmoid)")
     parser.add_argument("--threshold-rule", choices=THRESHOLD_RULES, default="f1",
                         help="f1: maximise validation F1 (seed 004); seed002: seed 002's rule on 0.20..0.80")
+    parser.add_argument("--augment", choices=("contrastive.v1",), default=None,
+                        help="add minimally edited hallucinations of the fitting rows' grounded answers to the "
+                             "fitting side only (evqual.data.augment_contrastive; default: none)")
+    parser.add_argument("--no-evidence-floor", action="store_true",
+                        help="do not floor the risk of answers where a claim-aligned contradiction check fires "
+                             "(Detector(evidence_floor=False))")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -363,12 +369,13 @@ def cmd_evaluate(args) -> int:
     except EvqualDataError as exc:
         print(f"evqual evaluate: data error: {exc}", file=sys.stderr)
         return EXIT_DATA
-    frame, _, seconds = build_frame(result)
+    frame, builder, seconds = build_frame(result)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            res = evaluate(method=args.method, protocol=args.protocol, frame=frame, featurize_seconds=seconds,
-                           calibration=args.calibration, threshold_rule=args.threshold_rule, n_splits=args.folds)
+            res = evaluate(result, method=args.method, protocol=args.protocol, frame=frame, featurize_seconds=seconds,
+                           calibration=args.calibration, threshold_rule=args.threshold_rule, n_splits=args.folds,
+                           augment=args.augment, builder=builder, evidence_floor=not args.no_evidence_floor)
     except ValueError as exc:
         print(f"evqual evaluate: error: {exc}", file=sys.stderr)
         return EXIT_DATA
@@ -401,7 +408,8 @@ def cmd_train(args) -> int:
     try:
         det = fit_detector(result, method=args.method, calibration=args.calibration,
                            threshold_rule=args.threshold_rule, entity_backend=args.entity_backend,
-                           validation_split=args.validation_split)
+                           validation_split=args.validation_split, augment=args.augment,
+                           evidence_floor=not args.no_evidence_floor)
     except MissingDependencyError as exc:
         print(f"evqual train: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

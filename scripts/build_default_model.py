@@ -45,6 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
     what.add_argument("--out", metavar="DIR", help="write the model here (for instance models/default)")
     what.add_argument("--check", metavar="DIR", help="rebuild the model in DIR and compare fingerprints")
     ap.add_argument("--method", default="evqual", help="method to build with --out (default: evqual)")
+    ap.add_argument("--augment", choices=("contrastive.v1",), default=None,
+                    help="contrastive augmentation of the fitting rows (default: none)")
+    ap.add_argument("--no-evidence-floor", action="store_true",
+                    help="build without the evidence floor (Detector(evidence_floor=False))")
     ap.add_argument("--metrics", default=None, metavar="FILE",
                     help="evaluation metrics recorded with --out (default: docs/reports/cv5/<method>/"
                          "metrics.json when it exists)")
@@ -78,7 +82,8 @@ def main(argv=None) -> int:
     elif args.metrics:
         print(f"build_default_model: error: no metrics file {metrics_path}", file=sys.stderr)
         return 2
-    folder = build_model(data, args.out, method=args.method, metrics=metrics)
+    folder = build_model(data, args.out, method=args.method, augment=args.augment, metrics=metrics,
+                         evidence_floor=not args.no_evidence_floor)
     meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
     print(f"wrote {folder} (threshold {meta['threshold']}, model sha256 {meta['model_sha256']}, "
           f"fingerprint {meta['prediction_fingerprint']['sha256']})", file=sys.stderr)

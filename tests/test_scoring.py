@@ -46,7 +46,7 @@ def test_score_result_fields(det):
         assert s.evidence is not None
         joined = "\n\n".join(BRIDGE["context"])
         assert joined[s.evidence.start:s.evidence.end] == s.evidence.text
-    assert r.sentences[0].reasons[0].code == "NUMBER_CONFLICT"
+    assert r.sentences[0].reasons[0].code == "DATE_CONFLICT"
     assert "'1935'" in r.sentences[0].reasons[0].text and "'1932'" in r.sentences[0].reasons[0].text
     for sp in r.spans:
         assert r.output[sp.start:sp.end] == sp.text and 0 <= sp.risk <= 1
@@ -66,7 +66,7 @@ def test_json_round_trip(det):
     r = det.score(**BRIDGE)
     text = r.to_json()
     assert ScoreResult.from_json(text) == r
-    assert json.loads(text)["sentences"][0]["reasons"][0]["code"] == "NUMBER_CONFLICT"
+    assert json.loads(text)["sentences"][0]["reasons"][0]["code"] == "DATE_CONFLICT"
     with pytest.raises(ValueError, match="unknown ScoreResult fields"):
         ScoreResult.from_dict({**r.to_dict(), "bogus": 1})
 
@@ -108,15 +108,27 @@ def _reasons(query, context, output, task_type=None, risk=None):
 
 
 REASON_CASES = {
-    "NUMBER_CONFLICT": ("When?", ["The bridge opened in 1932."], "The bridge opened in 1935."),
+    "NUMBER_CONFLICT": ("How long?", ["The bridge is 500 metres long and carries six lanes."],
+                        "The bridge is 300 metres long."),
+    "DATE_CONFLICT": ("When?", ["The bridge opened in 1932."], "The bridge opened in 1935."),
+    "UNIT_CONFLICT": ("Dose?", ["The usual adult dose is 500 mg every six hours."],
+                      "The usual adult dose is 500 g every six hours."),
+    "ENTITY_CONFLICT": ("Capital?", ["Paris is the capital and largest city of France."],
+                        "Paris is the capital of Spain."),
+    "QUANTIFIER_SHIFT": ("Register?", ["The committee said residents must register their bicycles with the city."],
+                         "The committee said residents may register their bicycles with the city."),
+    "NEGATION_CONFLICT": ("Budget?", ["The council approved the new budget on Monday after a long debate."],
+                          "The council did not approve the new budget on Monday."),
+    "ROLE_SWAP": ("Who won?", ["In the final, Arsenal beat Chelsea 2-1 on Sunday."],
+                  "In the final, Chelsea beat Arsenal 2-1 on Sunday."),
     "NUMBER_UNSUPPORTED": ("How long?", ["The bridge is long."], "The bridge is 300 long."),
     "ENTITY_UNSUPPORTED": ("Who?", ["The bridge was designed by an engineer."],
                            "The bridge was designed by Joseph Strauss."),
     "NOVEL_PHRASE": ("What?", ["The bridge opened in 1932."], "The bridge was painted bright orange."),
     "NOVEL_WORDS": ("What?", ["The bridge opened in 1932 to traffic."], "The bridge opened in 1932 to heavy traffic."),
     "LOW_SUPPORT": ("What?", ["The bridge opened in 1932."], "Tourists enjoy ferry rides around islands."),
-    "NEGATION_MISMATCH": ("Open?", ["The museum is open on Mondays and offers free entry to visitors."],
-                          "The museum is not open on Mondays and offers free entry to visitors."),
+    # too short for the aligned check (three shared slot words): the nearest-chunk feature explains it
+    "NEGATION_MISMATCH": ("Open?", ["The shop is open."], "The shop is not open."),
     "ANTONYM": ("Sales?", ["Sales increased in 2020 across the region."],
                 "Sales decreased in 2020 across the region."),
     "FIELD_CONFLICT": (None, {"name": "Cafe", "attributes": {"OutdoorSeating": False}}, "Cafe has outdoor seating."),

@@ -7,6 +7,7 @@
 (True, True)
 """
 
+from ._augment import AUGMENT_VERSIONS, EDIT_TYPES, augment_contrastive
 from ._chunking import TASK_QUERIES, chunk_context, derive_query, render_structured
 from ._frame import FRAME_COLUMNS, to_frame
 from ._limits import DEFAULT_LIMITS, Limits
@@ -27,6 +28,9 @@ from ._sample import load_sample, sample_path
 from ._targets import char_spans, kept_spans, merge_intervals, response_label, sentence_targets
 
 __all__ = [
+    "AUGMENT_VERSIONS",
+    "EDIT_TYPES",
+    "augment_contrastive",
     "DEFAULT_LIMITS",
     "FRAME_COLUMNS",
     "TASK_QUERIES",

@@ -5,6 +5,7 @@
 ('cv5', 'official')
 """
 
+from ._contrastive import contrastive_markdown, evaluate_contrastive, load_pairs, pairs_to_examples
 from ._metrics import METRIC_KEYS, binary_metrics, grouped_metrics, type_metrics
 from ._policy import policy_summary, policy_table
 from ._protocols import PROTOCOLS, protocol_splits
@@ -13,6 +14,7 @@ from ._run import EvaluationResult, build_frame, evaluate
 from ._signal import univariate_auroc
 
 __all__ = [
+    "contrastive_markdown", "evaluate_contrastive", "load_pairs", "pairs_to_examples",
     "policy_summary",
     "policy_table",
     "METRIC_KEYS",

@@ -42,7 +42,8 @@ def build_frame(data, *, entity_backend: str = "regex", exclude_implicit_true: b
 
 def evaluate(data=None, method: str = "evqual", protocol: str = "cv5", *, frame=None, featurize_seconds=None,
              calibration: str = "sigmoid", threshold_rule: str = "f1", random_state: int = 42,
-             n_splits: int = 5, entity_backend: str = "regex", progress=None) -> EvaluationResult:
+             n_splits: int = 5, entity_backend: str = "regex", progress=None, augment: str | None = None,
+             augment_rate: float = 0.5, builder=None, evidence_floor: bool = True) -> EvaluationResult:
     """Evaluate ``method`` under ``protocol`` (see :mod:`evqual.evaluation._protocols`).
 
     Parameters
@@ -59,6 +60,17 @@ def evaluate(data=None, method: str = "evqual", protocol: str = "cv5", *, frame=
     calibration, threshold_rule : see :class:`evqual.models.Detector`
     n_splits : int, default=5
         Folds of ``cv5`` (fewer only for tiny data such as the embedded sample).
+    augment : {None, "contrastive.v1"}, default=None
+        Contrastive augmentation (:func:`evqual.data.augment_contrastive`) of
+        each fold's fitting rows only: the edited twins of rows in the fitting
+        part join it; validation (calibration, threshold) and held-out rows are
+        never augmented. Needs ``data`` (the examples the frame was built from).
+    evidence_floor : bool, default=True
+        Passed to :class:`~evqual.models.Detector`.
+    augment_rate : float, default=0.5
+    builder : FrameBuilder, optional
+        The builder that made ``frame`` (from :func:`build_frame`); used to
+        featurize the augmented rows (default: one fitted on ``data``).
 
     Returns
     -------
@@ -69,8 +81,10 @@ def evaluate(data=None, method: str = "evqual", protocol: str = "cv5", *, frame=
     spec = method if isinstance(method, MethodSpec) else get_method(method)
     method = spec.name
     if frame is None:
-        frame, _, featurize_seconds = build_frame(data, entity_backend=entity_backend)
+        frame, built, featurize_seconds = build_frame(data, entity_backend=entity_backend)
+        builder = builder if builder is not None else built
     frame = frame.reset_index(drop=True)
+    augmented = _augmented_rows(data, frame, builder, augment, augment_rate, random_state, entity_backend)
     rows, sent_rows, detectors, folds = [], [], [], []
     span_rows, flagged = [], []  # (task, gold, projection, tagger) per held-out response; flagged sentences
     predict_seconds = 0.0
@@ -79,8 +93,13 @@ def evaluate(data=None, method: str = "evqual", protocol: str = "cv5", *, frame=
                                                      random_state=random_state):
         fit_idx, val_idx = _validation(frame, train_idx, protocol, random_state)
         det = Detector(spec, calibration=calibration, threshold_rule=threshold_rule,
-                       random_state=random_state, entity_backend=entity_backend)
-        det.fit_frames(frame.iloc[fit_idx], frame.iloc[val_idx])
+                       random_state=random_state, entity_backend=entity_backend, evidence_floor=evidence_floor)
+        fit_frame = frame.iloc[fit_idx]
+        if augmented is not None:
+            aug_frame, parents = augmented
+            keep = np.flatnonzero(np.isin(parents, frame["id"].to_numpy()[fit_idx]))
+            fit_frame = pd.concat([fit_frame, aug_frame.iloc[keep]], ignore_index=True)
+        det.fit_frames(fit_frame, frame.iloc[val_idx])
         test = frame.iloc[test_idx]
         start = time.perf_counter()
         risk = det.predict_proba_frame(test)
@@ -131,6 +150,31 @@ def evaluate(data=None, method: str = "evqual", protocol: str = "cv5", *, frame=
                              for k in ("f1", "auroc", "auprc", "brier", "sentence_auroc", "span_f1")
                              if any(v.get(k) is not None for v in val)}
     return EvaluationResult(protocol, method, preds, sentences, metrics, detectors, folds)
+
+
+def _augmented_rows(data, frame, builder, augment, rate, random_state, entity_backend):
+    """``(frame of every row's contrastive edit, parent id of each)`` or ``None`` without ``augment``.
+
+    Each edit depends only on its parent row (and the seed), so editing all
+    rows once and keeping, per fold, the edits of that fold's fitting rows is
+    the same as editing the fitting rows of each fold.
+    """
+    if augment is None:
+        return None
+    from ..data import augment_contrastive
+    from ..features import as_examples
+
+    if data is None:
+        raise ValueError("augment needs data: the examples the frame was built from")
+    examples = as_examples(data)
+    ids = frame["id"].astype(str).to_numpy()
+    if len(examples) != len(ids) or any(str(ex.id) != i for ex, i in zip(examples, ids)):
+        raise ValueError("augment: data and frame do not hold the same rows in the same order")
+    edits = augment_contrastive(examples, version=augment, rate=rate, seed=random_state)
+    if builder is None:
+        builder = FrameBuilder(entity_backend=entity_backend).fit(examples)
+    parents = np.array([e.id.rsplit("~aug.", 1)[0] for e in edits], dtype=object)
+    return builder.transform(edits), parents
 
 
 def _ecs_column(frame):

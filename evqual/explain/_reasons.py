@@ -9,8 +9,18 @@ same reasons.  This table is the one place the codes are defined.
 ==========================  ================================================================
 code                        raised when (per sentence)
 ==========================  ================================================================
-``NUMBER_CONFLICT``         a number absent from the context, while the nearest chunk
-                            states a different number ("69 million" vs "67 million")
+``NUMBER_CONFLICT``         a number of a claim where the evidence aligned with the claim
+                            states another ("69 million" vs "67 million"), or a number
+                            absent from the context while the nearest chunk states another
+``UNIT_CONFLICT``           the same number with another unit than its evidence ("500 g" vs
+                            "500 mg")
+``DATE_CONFLICT``           a year, month or weekday where the aligned evidence has another
+``ENTITY_CONFLICT``         a name where the aligned evidence has another name in the same slot
+``ROLE_SWAP``               two names in the reverse roles of the evidence ("A beat B" vs
+                            "B beat A")
+``QUANTIFIER_SHIFT``        a quantifier or modal of another scope than the evidence's
+                            ("always" vs "usually", "must" vs "may")
+``NEGATION_CONFLICT``       a word negated on one side only (the claim against its evidence)
 ``NUMBER_UNSUPPORTED``      a number absent from the context (no competing number nearby)
 ``ENTITY_UNSUPPORTED``      a named entity with a word absent from the context
 ``NOVEL_PHRASE``            two or more consecutive content words absent from the context
@@ -65,6 +75,18 @@ class ReasonCode:
 REASONS: dict[str, ReasonCode] = {r.code: r for r in (
     ReasonCode("NUMBER_CONFLICT", "conflicting number",
                "unsupported number '{mention}' where the nearest evidence ({chunk_id}) says '{evidence}'"),
+    ReasonCode("UNIT_CONFLICT", "conflicting unit",
+               "'{mention}' where the aligned evidence ({chunk_id}) says '{evidence}'"),
+    ReasonCode("DATE_CONFLICT", "conflicting date",
+               "'{mention}' where the aligned evidence ({chunk_id}) says '{evidence}'"),
+    ReasonCode("ENTITY_CONFLICT", "substituted name",
+               "'{mention}' where the aligned evidence ({chunk_id}) names '{evidence}'"),
+    ReasonCode("ROLE_SWAP", "swapped roles",
+               "'{mention}' reverses the roles of the evidence ({chunk_id}): '{evidence}'"),
+    ReasonCode("QUANTIFIER_SHIFT", "changed quantifier",
+               "'{mention}' where the aligned evidence ({chunk_id}) says '{evidence}'"),
+    ReasonCode("NEGATION_CONFLICT", "negation reverses the evidence",
+               "'{mention}' is {side} in the claim but not in the aligned evidence ({chunk_id}): '{evidence}'"),
     ReasonCode("NUMBER_UNSUPPORTED", "unsupported number", "number '{mention}' does not appear in the context"),
     ReasonCode("ENTITY_UNSUPPORTED", "unsupported entity", "entity '{mention}' is absent from the context"),
     ReasonCode("NOVEL_PHRASE", "unsupported phrase",
@@ -173,9 +195,27 @@ def sentence_reasons(example, analysis, i: int, *, risk: float | None = None, ci
     out: list[Reason] = []
     if index.n_chunks == 0:
         out.append(_reason("NO_EVIDENCE"))
+    findings = analysis.findings[i] if hasattr(analysis, "findings") else []
+    checked = set()
+    for f in findings:
+        checked.add(f.check)
+        cid = example.chunks[f.chunk].id if 0 <= f.chunk < len(example.chunks) else "none"
+        common = dict(mention=f.mention, evidence=f.evidence, chunk_id=cid, chunk_index=f.chunk,
+                      evidence_start=f.ev_start, evidence_end=f.ev_end, start=f.start, end=f.end)
+        if f.check == "negation":
+            negated = _CLAIM_NEGATED(output, f.start)
+            out.append(_reason("NEGATION_CONFLICT", side="negated" if negated else "affirmed", **common))
+        elif f.check == "antonym":
+            out.append(_reason("ANTONYM", word=f.mention, opposite=f.evidence, chunk_id=cid, chunk_index=f.chunk,
+                               start=f.start, end=f.end, evidence_start=f.ev_start, evidence_end=f.ev_end))
+        else:
+            out.append(_reason(_CHECK_CODES[f.check], **common))
+    taken = _overlap_test([(f.start, f.end) for f in findings])
     numbers, unsup_numbers = analysis.numbers
     sentence_values = {m.value for m in numbers[i]} | {m.raw_value for m in numbers[i]}
     for m in unsup_numbers[i]:
+        if taken(m.start, m.end):
+            continue
         ev = _closest_number(m, _chunk_mentions(example, index, k), sentence_values) if k >= 0 else None
         if ev is not None:
             out.append(_reason("NUMBER_CONFLICT", mention=m.text, evidence=ev.text, chunk_id=chunk_id,
@@ -183,6 +223,8 @@ def sentence_reasons(example, analysis, i: int, *, risk: float | None = None, ci
         else:
             out.append(_reason("NUMBER_UNSUPPORTED", mention=m.text, start=m.start, end=m.end))
     for ent in analysis.unsupported_entities[i]:
+        if taken(ent.start, ent.end):
+            continue  # already explained by an aligned check (ENTITY_CONFLICT)
         out.append(_reason("ENTITY_UNSUPPORTED", mention=ent.text, label=ent.label, start=ent.start, end=ent.end))
     overlaps = _overlap_test([(r.details["start"], r.details["end"]) for r in out if "start" in r.details])
     singles = []
@@ -199,12 +241,12 @@ def sentence_reasons(example, analysis, i: int, *, risk: float | None = None, ci
     ecs = float(sent["sent.chain.ecs.v2"][i])
     if index.n_chunks and ecs < LOW_SUPPORT_ECS and analysis.match.n_content[i] > 0:
         out.append(_reason("LOW_SUPPORT", ecs=ecs, recall=float(analysis.match.recall[i]), chunk_id=chunk_id))
-    if sent["sent.negation.mismatch.v1"][i] and k >= 0:
+    if sent["sent.negation.mismatch.v1"][i] and k >= 0 and "negation" not in checked:
         chunk_neg = index.chunk_negation(k)[0]
         out.append(_reason("NEGATION_MISMATCH", chunk_id=chunk_id,
                            sentence_side="has" if not chunk_neg else "lacks",
                            evidence_side="does not have" if not chunk_neg else "has"))
-    if sent["sent.negation.antonym.v1"][i] and k >= 0:
+    if sent["sent.negation.antonym.v1"][i] and k >= 0 and "antonym" not in checked:
         from ..features._novelty import ANTONYMS
 
         near = index.chunk_negation(k)[1]
@@ -229,6 +271,16 @@ def sentence_reasons(example, analysis, i: int, *, risk: float | None = None, ci
     if not out and risk is not None:
         out.append(model_risk_reason(risk))
     return out
+
+
+_CHECK_CODES = {"number": "NUMBER_CONFLICT", "unit": "UNIT_CONFLICT", "date": "DATE_CONFLICT",
+                "entity": "ENTITY_CONFLICT", "role": "ROLE_SWAP", "quantifier": "QUANTIFIER_SHIFT"}
+_NEG_BEFORE = re.compile(r"\b(?:no|not|never|without|cannot|unable|failed|refused|denied)\W+(?:\w+\W+){0,2}$|"
+                         r"n['\u2019]t\W+(?:\w+\W+){0,2}$", re.IGNORECASE)
+
+
+def _CLAIM_NEGATED(output: str, pos: int) -> bool:  # noqa: N802 - a predicate used like a constant table
+    return _NEG_BEFORE.search(output[max(0, pos - 40):pos]) is not None
 
 
 def _chunk_mentions(example, index, k: int):

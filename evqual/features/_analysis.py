@@ -14,7 +14,15 @@ from functools import lru_cache
 import numpy as np
 
 from ..text import split_sentences
-from ._drift import drift_response, drift_sentence, number_conflicts, sentence_entities, sentence_numbers
+from ._checks import checks_response, claim_checks
+from ._drift import (
+    drift_response,
+    drift_sentence,
+    number_conflicts,
+    query_number_values,
+    sentence_entities,
+    sentence_numbers,
+)
 from ._lexical import (
     chain_features,
     coverage_features,
@@ -82,7 +90,7 @@ class Analysis:
     @property
     def sentences(self) -> list:
         if self._sentences is None:
-            offsets, unsup_numbers, unsup_ents, refusal, _ = self._parts
+            offsets, unsup_numbers, unsup_ents, refusal = self._parts[:4]
             nearest = self.match.nearest.tolist()
             self._sentences = [
                 SentenceEvidence(start=s, end=e, nearest_chunk=nearest[i],
@@ -106,6 +114,11 @@ class Analysis:
     def unsupported_entities(self) -> list:
         """Per sentence: entity mentions with a content token absent from the context."""
         return self._parts[2]
+
+    @property
+    def findings(self) -> list:
+        """Per sentence: the :class:`~evqual.features._checks.Finding` s of its claims (``check`` family)."""
+        return self._parts[5]
 
     def novel_tokens(self, i: int) -> list[str]:
         """Content tokens of sentence ``i`` absent from the whole context."""
@@ -142,7 +155,7 @@ def analyze(example, entities, cache: ContextCache | None = None) -> Analysis:
     out_set = set().union(*sent_tokens) if sent_tokens else set()
     n_out = sum(sent_all)
 
-    numbers, unsup_numbers = sentence_numbers(output, sentences, index)
+    numbers, unsup_numbers = sentence_numbers(output, sentences, index, query_number_values(example.query or ""))
     conflicts = number_conflicts(unsup_numbers, numbers, match.nearest, index)
     if entities is None:
         ents = [[] for _ in sentences]
@@ -157,6 +170,7 @@ def analyze(example, entities, cache: ContextCache | None = None) -> Analysis:
                                   index.field_lookup if fields else None)
     novelty_s = novelty_sentence(sent_tokens, index.vocab, q_set, index.bigrams)
     negation_s = negation_sentence(output, sentences, sent_tokens, match.nearest, match.recall, index)
+    check_s, findings = claim_checks(output, sentences, index.evidence_units, example.query or "")
 
     response: dict = {}
     cov = coverage_features(out_set, q_set, index.vocab)
@@ -169,6 +183,7 @@ def analyze(example, entities, cache: ContextCache | None = None) -> Analysis:
     response.update(structure_response(struct_s))
     response.update(novelty_response(novelty_s, sent_tokens))
     response.update(negation_response(negation_s))
+    response.update(checks_response(check_s))
     response.update(length_response(n_out, index.n_tokens, n_query, len(sentences), index.n_chunks))
     response.update(task_features(example.task_type))
 
@@ -180,11 +195,12 @@ def analyze(example, entities, cache: ContextCache | None = None) -> Analysis:
     sentence.update(struct_s)
     sentence.update(novelty_s)
     sentence.update(negation_s)
+    sentence.update(check_s)
     sentence.update(length_sentence(np.asarray(sent_all, dtype=np.float64), index.n_chunks))
     for name, value in task_features(example.task_type, prefix="sent.").items():
         sentence[name] = np.full(n, value)
 
-    return Analysis(response, sentence, match, (sentences, unsup_numbers, unsup_ents, refusal, numbers),
+    return Analysis(response, sentence, match, (sentences, unsup_numbers, unsup_ents, refusal, numbers, findings),
                     index=index, query_vocab=q_set)
 
 

@@ -20,13 +20,22 @@ from ..text import extract_numbers
 from ._similarity import split_tokens
 
 
-def sentence_numbers(output: str, sentences, index):
-    """Per sentence: (mentions, unsupported mentions)."""
+def sentence_numbers(output: str, sentences, index, query_values=frozenset()):
+    """Per sentence: (mentions, unsupported mentions).
+
+    A number the query states is not unsupported (the answer repeats the question).
+    """
     mentions = extract_numbers(output)
     per = [[] for _ in sentences]
     _assign(mentions, sentences, per)
-    unsup = [[m for m in ms if m.value not in index.numbers] for ms in per]
+    unsup = [[m for m in ms if m.value not in index.numbers and m.value not in query_values] for ms in per]
     return per, unsup
+
+
+@lru_cache(maxsize=4096)
+def query_number_values(query: str) -> frozenset:
+    """Values of the numbers of a query (cached: queries repeat across answers)."""
+    return frozenset(m.value for m in extract_numbers(query))
 
 
 @lru_cache(maxsize=8192)

@@ -24,6 +24,9 @@ family                     what it measures
 ``structure``              field-by-field checks against a structured record
 ``novelty``                novel tokens, bigrams and runs of novel tokens
 ``negation``               negation or antonym reversals against the nearest chunk
+``check``                  claim-aligned contradiction checks (numbers, units,
+                           dates, negation, antonyms, entities, role swaps,
+                           quantifiers; see :mod:`evqual.features._checks`)
 ``refusal``                refusal wording
 ``length``                 sizes and ratios of output, context, query
 ``task``                   one-hot task indicator
@@ -139,6 +142,17 @@ _SPECS = [
     ("novelty.tokens.v1", "novelty", _R, 0, INF, "distinct content tokens in neither the context nor the query"),
     ("novelty.bigram_rate.v1", "novelty", _R, 0, 1, "share of content-token bigrams absent from the context"),
     ("novelty.run.max.v1", "novelty", _R, 0, INF, "longest run of consecutive novel content tokens"),
+    # ---- check (claim-aligned contradictions)
+    ("check.number.v1", "check", _R, 0, INF, "most number findings in one sentence"),
+    ("check.unit.v1", "check", _R, 0, INF, "most unit findings in one sentence"),
+    ("check.date.v1", "check", _R, 0, INF, "most date findings in one sentence"),
+    ("check.negation.v1", "check", _R, 0, INF, "most negation findings in one sentence"),
+    ("check.antonym.v1", "check", _R, 0, INF, "most antonym findings in one sentence"),
+    ("check.entity.v1", "check", _R, 0, INF, "most entity findings in one sentence"),
+    ("check.role.v1", "check", _R, 0, INF, "most role findings in one sentence"),
+    ("check.quantifier.v1", "check", _R, 0, INF, "most quantifier findings in one sentence"),
+    ("check.any.v1", "check", _R, 0, 8, "most different checks firing in one sentence"),
+    ("check.sentences.v1", "check", _R, 0, INF, "sentences with at least one finding"),
     # ---- negation
     ("negation.mismatch.v1", "negation", _R, 0, 1,
      "1 if some sentence and its nearest chunk disagree on negation while sharing half the sentence's tokens"),
@@ -181,6 +195,15 @@ _SPECS = [
     ("sent.novelty.tokens.v1", "novelty", _S, 0, INF, "distinct content tokens in neither context nor query"),
     ("sent.novelty.bigram_rate.v1", "novelty", _S, 0, 1, "share of content bigrams absent from the context"),
     ("sent.novelty.run.v1", "novelty", _S, 0, INF, "longest run of consecutive novel content tokens"),
+    ("sent.check.number.v1", "check", _S, 0, INF, "number findings of the sentence's claims"),
+    ("sent.check.unit.v1", "check", _S, 0, INF, "unit findings of the sentence's claims"),
+    ("sent.check.date.v1", "check", _S, 0, INF, "date findings of the sentence's claims"),
+    ("sent.check.negation.v1", "check", _S, 0, INF, "negation findings of the sentence's claims"),
+    ("sent.check.antonym.v1", "check", _S, 0, INF, "antonym findings of the sentence's claims"),
+    ("sent.check.entity.v1", "check", _S, 0, INF, "entity findings of the sentence's claims"),
+    ("sent.check.role.v1", "check", _S, 0, INF, "role findings of the sentence's claims"),
+    ("sent.check.quantifier.v1", "check", _S, 0, INF, "quantifier findings of the sentence's claims"),
+    ("sent.check.any.v1", "check", _S, 0, 8, "how many different checks fired in the sentence"),
     ("sent.negation.mismatch.v1", "negation", _S, 0, 1, "negation differs from the nearest chunk (recall >= 0.5)"),
     ("sent.negation.antonym.v1", "negation", _S, 0, 1, "a word's antonym, not the word, is in the nearest chunk"),
     ("sent.refusal.v1", "refusal", _S, 0, 1, "1 if the sentence uses refusal wording"),
@@ -199,7 +222,7 @@ FEATURES: dict[str, FeatureSpec] = {
 """Every static feature, by name, in canonical (output) order."""
 
 CONTENT_FAMILIES = ("coverage", "support", "semantic", "chain", "entity", "number", "structure", "novelty",
-                    "negation", "refusal", "length", "task")
+                    "negation", "check", "refusal", "length", "task")
 FAMILIES = CONTENT_FAMILIES + ("meta",)
 
 META_NUMERIC = (

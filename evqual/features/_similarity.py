@@ -154,6 +154,7 @@ class ContextIndex:
         self._bigrams = None
         self._fields = None
         self._field_lookup = None
+        self._evidence_units = None
         self._negation: dict[int, tuple] = {}
 
     @property
@@ -180,6 +181,16 @@ class ContextIndex:
 
             self._field_lookup = field_lookup(self.fields[0])
         return self._field_lookup
+
+    @property
+    def evidence_units(self):
+        """The context's checkable items for the ``check`` family (:class:`~evqual.features._checks.EvidenceUnits`,
+        built on first use)."""
+        if self._evidence_units is None:
+            from ._checks import EvidenceUnits
+
+            self._evidence_units = EvidenceUnits(self.chunk_texts)
+        return self._evidence_units
 
     def chunk_negation(self, k: int) -> tuple[bool, set]:
         """Whether chunk ``k`` has a negation cue, and its content-token set."""

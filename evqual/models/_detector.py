@@ -70,6 +70,47 @@ class _ScoreClassifier(ClassifierMixin, BaseEstimator):
         return (self.predict_proba(X)[:, 1] >= 0.5).astype(int)
 
 
+FLOOR_CHECKS = ("check.number.v1", "check.unit.v1", "check.date.v1", "check.negation.v1", "check.antonym.v1",
+                "check.entity.v1", "check.role.v1", "check.quantifier.v1")
+"""The response features whose firing can floor the risk (``Detector(evidence_floor=True)``)."""
+FLOOR_MIN_PRECISION = 0.6
+"""A check floors the risk only where it was at least this precise on the fitting data."""
+FLOOR_MIN_FIRED = 10
+"""... and fired on at least this many answers there."""
+
+
+def evidence_floors(*frames, min_precision: float = FLOOR_MIN_PRECISION, min_fired: int = FLOOR_MIN_FIRED) -> dict:
+    """Risk floors of the contradiction checks, per task, learned from labelled frames.
+
+    For each task of the frames' ``task_type`` column (and ``"*"``, all rows)
+    and each check of :data:`FLOOR_CHECKS`: the Laplace-smoothed precision
+    ``(hallucinated + 1) / (fired + 2)`` of the rows where the check fired.
+    Kept, as ``"<task>:<feature>"``, when the check fired at least
+    ``min_fired`` times with at least ``min_precision``: a floor only where
+    the data shows the check is a clear contradiction there.
+    """
+    import pandas as pd
+
+    rows = pd.concat([f for f in frames], ignore_index=True)
+    out = {}
+    tasks = ["*"] + sorted({str(t) for t in rows["task_type"].dropna()}) if "task_type" in rows.columns else ["*"]
+    y = rows["label"].astype(int).to_numpy()
+    task_col = rows["task_type"].astype(str).to_numpy() if "task_type" in rows.columns else None
+    for name in FLOOR_CHECKS:
+        if name not in rows.columns:
+            continue
+        fired = rows[name].to_numpy(dtype=np.float64) > 0
+        for task in tasks:
+            sel = fired if task == "*" else fired & (task_col == task)
+            n = int(sel.sum())
+            if n < min_fired:
+                continue
+            precision = (int(y[sel].sum()) + 1) / (n + 2)
+            if precision >= min_precision:
+                out[f"{task}:{name}"] = float(precision)
+    return out
+
+
 def tune_threshold(estimator, X, y, rule: str = "f1"):
     """Tune the decision threshold of a fitted ``estimator`` on ``(X, y)``; return the tuned classifier."""
     if rule not in THRESHOLD_RULES:
@@ -130,6 +171,23 @@ class Detector:
     random_state : int, default=42
     exclude_implicit_true : bool, default=False
         Target definition.
+    augment : {None, "contrastive.v1"}, default=None
+        Add minimally edited hallucinations of the fitting rows' grounded
+        answers to the fitting side (:func:`evqual.data.augment_contrastive`,
+        seeded with ``random_state``); never to the calibration and threshold
+        part.
+    augment_rate : float, default=0.5
+        Share of grounded fitting rows that get an edited twin.
+    evidence_floor : bool, default=True
+        Respect the evidence: an answer on which a claim-aligned contradiction
+        check fires (``check.*`` features, see :mod:`evqual.features`) gets a
+        risk of at least that check's precision for its task on the fitting
+        and calibration data (Laplace-smoothed), whatever the learned model
+        says, where that precision is at least :data:`FLOOR_MIN_PRECISION`
+        over at least :data:`FLOOR_MIN_FIRED` answers (see
+        :func:`evidence_floors`).  The threshold is tuned on the floored risks.
+        The response model is also constrained never to lower the risk when
+        a check fires more (monotonic constraints).
 
     Attributes
     ----------
@@ -146,6 +204,9 @@ class Detector:
         training part with out-of-fold sentence risks.
     span_threshold_ : float or None
         Token threshold of the tagger, maximising character F1 on validation.
+    evidence_floor_ : dict
+        ``"<task>:<check feature>"`` (task ``"*"``: any) to its risk floor
+        (empty when ``evidence_floor`` is off).
     span_gate_ : float
         Tokens of sentences with a sentence risk below this are not scored
         (risk 0): the largest gate of a small grid that keeps validation
@@ -165,7 +226,8 @@ class Detector:
 
     def __init__(self, method: str, *, calibration: str = "sigmoid", threshold_rule: str = "f1",
                  entity_backend: str = "regex", validation_size: float = 0.2, random_state: int = 42,
-                 exclude_implicit_true: bool = False):
+                 exclude_implicit_true: bool = False, augment: str | None = None, augment_rate: float = 0.5,
+                 evidence_floor: bool = True):
         self.method = method
         self.calibration = calibration
         self.threshold_rule = threshold_rule
@@ -173,6 +235,9 @@ class Detector:
         self.validation_size = validation_size
         self.random_state = random_state
         self.exclude_implicit_true = exclude_implicit_true
+        self.augment = augment
+        self.augment_rate = augment_rate
+        self.evidence_floor = evidence_floor
 
     @property
     def spec(self):
@@ -185,6 +250,11 @@ class Detector:
             raise ValueError(f"calibration must be one of {CALIBRATIONS}; got {self.calibration!r}")
         if self.threshold_rule not in THRESHOLD_RULES:
             raise ValueError(f"threshold_rule must be one of {THRESHOLD_RULES}; got {self.threshold_rule!r}")
+        from ..data import AUGMENT_VERSIONS
+
+        augment = getattr(self, "augment", None)
+        if augment is not None and augment not in AUGMENT_VERSIONS:
+            raise ValueError(f"augment must be None or one of {AUGMENT_VERSIONS}; got {augment!r}")
 
     # ------------------------------------------------------------------ fitting
     def fit(self, examples, validation=None, *, validation_pool: str | None = None):
@@ -219,10 +289,27 @@ class Detector:
             else:
                 fit_idx, val_idx = validation_split(frame, all_idx, size=self.validation_size,
                                                     random_state=self.random_state)
-            return self.fit_frames(frame.iloc[fit_idx], frame.iloc[val_idx])
+            train = self._augmented(frame.iloc[fit_idx], [examples[i] for i in fit_idx])
+            return self.fit_frames(train, frame.iloc[val_idx])
         validation = as_examples(validation)
         self.builder_.fit(list(examples) + list(validation))
-        return self.fit_frames(self.builder_.transform(examples), self.builder_.transform(validation))
+        train = self._augmented(self.builder_.transform(examples), list(examples))
+        return self.fit_frames(train, self.builder_.transform(validation))
+
+    def _augmented(self, train, train_examples):
+        """The training frame plus the featurized contrastive edits of its own rows (``augment``)."""
+        augment = getattr(self, "augment", None)
+        if augment is None:
+            return train
+        import pandas as pd
+
+        from ..data import augment_contrastive
+
+        edits = augment_contrastive(train_examples, version=augment, rate=self.augment_rate,
+                                    seed=self.random_state)
+        if not edits:
+            return train
+        return pd.concat([train, self.builder_.transform(edits)], ignore_index=True)
 
     def fit_frames(self, train, val):
         """Fit on a training frame; calibrate and tune thresholds on a validation frame."""
@@ -240,10 +327,18 @@ class Detector:
         self.calibrator_ = (calibrated.calibrated_classifiers_[0].calibrators[0]
                             if self.calibration != "none" else None)
         raw = calibrated.predict_proba(val)[:, 1]
+        self.evidence_floor_ = {}
+        if getattr(self, "evidence_floor", True):
+            self.evidence_floor_ = evidence_floors(train, val)
+            raw = self._floor(val, raw)
         if np.ptp(raw) == 0:
             # a constant score (the majority baseline) has no threshold to tune: keep 0.5
             self.classifier_ = FixedThresholdClassifier(calibrated, threshold=0.5).fit(val, y_val)
             self.threshold_ = 0.5
+        elif self.evidence_floor_:
+            self.classifier_ = tune_threshold(_ScoreClassifier().fit(raw[:, None], y_val), raw[:, None], y_val,
+                                              self.threshold_rule)
+            self.threshold_ = float(self.classifier_.best_threshold_)
         else:
             self.classifier_ = tune_threshold(calibrated, val, y_val, self.threshold_rule)
             self.threshold_ = float(self.classifier_.best_threshold_)
@@ -323,8 +418,34 @@ class Detector:
     def predict_proba_frame(self, frame) -> np.ndarray:
         """Calibrated response risk in [0, 1] for each row of a frame."""
         if self.calibrator_ is None:
-            return fast_proba(self.model_, frame)[:, 1]
-        return self._calibrate(self._calibration_input(frame))
+            return self._floor(frame, fast_proba(self.model_, frame)[:, 1])
+        return self._floor(frame, self._calibrate(self._calibration_input(frame)))
+
+    def _floor(self, frame, risk) -> np.ndarray:
+        """``risk`` raised to the floor of every contradiction check that fired (:attr:`evidence_floor_`).
+
+        A row uses its task's floor for a check, else the all-task (``"*"``) one.
+        """
+        floors = getattr(self, "evidence_floor_", None)
+        if not floors:
+            return risk
+        out = np.asarray(risk, dtype=np.float64).copy()
+        tasks = np.asarray([str(t) for t in frame["task_type"].to_numpy(dtype=object)]) \
+            if "task_type" in frame.columns else None
+        for name in FLOOR_CHECKS:
+            if name not in frame.columns:
+                continue
+            default = floors.get(f"*:{name}", 0.0)
+            per_task = {k.split(":", 1)[0]: v for k, v in floors.items() if k.endswith(":" + name) and k[0] != "*"}
+            if not default and not per_task:
+                continue
+            floor = np.full(len(out), default)
+            if tasks is not None:
+                for task, value in per_task.items():
+                    floor[tasks == task] = value
+            fired = frame[name].to_numpy(dtype=np.float64) > 0
+            np.maximum(out, np.where(fired, floor, 0.0), out=out)
+        return out
 
     def _calibration_input(self, frame, proba=None) -> np.ndarray:
         """The score the calibration map was fitted on.
@@ -362,8 +483,8 @@ class Detector:
         else:
             proba, sent = fast_proba(model, frame), self.sentence_proba_frame(frame)
         if self.calibrator_ is None:
-            return proba[:, 1], sent
-        return self._calibrate(self._calibration_input(frame, proba)), sent
+            return self._floor(frame, proba[:, 1]), sent
+        return self._floor(frame, self._calibrate(self._calibration_input(frame, proba))), sent
 
     # ------------------------------------------------------------------ production scoring
     @classmethod
@@ -414,7 +535,7 @@ class Detector:
         ...               context=["The bridge opened in 1932 after six years of work."],
         ...               output="The bridge opened in 1935.")
         >>> r.sentences[0].reasons[0].code
-        'NUMBER_CONFLICT'
+        'DATE_CONFLICT'
         >>> 0.0 <= r.risk <= 1.0
         True
         """

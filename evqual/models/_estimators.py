@@ -305,10 +305,16 @@ class StackedEvidenceClassifier(ClassifierMixin, BaseEstimator):
         Response-level families appended to every sentence row.
     cv : int
         Folds for the out-of-fold sentence risks.
+    monotonic_checks : bool
+        Constrain the response model (when it takes ``monotonic_cst``, as
+        ``HistGradientBoostingClassifier`` does) to a risk that never falls
+        when a claim-aligned contradiction check (``check.*``) fires more.
     """
 
+    monotonic_checks = True  # models saved before the parameter existed load with the default
+
     def __init__(self, sentence_estimator, response_estimator, *, text_estimators=(), families=None,
-                 include_metadata=False, sentence_context=None, cv=3):
+                 include_metadata=False, sentence_context=None, cv=3, monotonic_checks=True):
         self.sentence_estimator = sentence_estimator
         self.response_estimator = response_estimator
         self.text_estimators = text_estimators
@@ -316,6 +322,7 @@ class StackedEvidenceClassifier(ClassifierMixin, BaseEstimator):
         self.families = families
         self.include_metadata = include_metadata
         self.cv = cv
+        self.monotonic_checks = monotonic_checks
 
     def _sentence_model(self):
         return SentenceMaxClassifier(self.sentence_estimator, families=self.families,
@@ -349,7 +356,12 @@ class StackedEvidenceClassifier(ClassifierMixin, BaseEstimator):
             text_oof = self._text_risks(X)
         # out-of-fold sentence risks of the training rows, for a span tagger fitted next (not saved)
         self.oof_sentence_risks_ = oof
-        self.response_model_ = clone(self.response_estimator).fit(self._response_matrix(X, oof, text_oof), y)
+        response = clone(self.response_estimator)
+        if self.monotonic_checks and "monotonic_cst" in response.get_params():
+            cst = [1 if c.startswith("check.") else 0 for c in self.response_columns_]
+            cst += [0] * (len(AGGREGATE_NAMES) + len(names))
+            response.set_params(monotonic_cst=cst if any(cst) else None)
+        self.response_model_ = response.fit(self._response_matrix(X, oof, text_oof), y)
         self.feature_names_ = list(self.response_columns_) + list(AGGREGATE_NAMES) + [f"agg.{n}" for n in names]
         return self
 

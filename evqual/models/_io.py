@@ -301,6 +301,9 @@ def save_detector(detector, path, *, training_data: dict | None = None, metrics:
         "calibration": detector.calibration,
         "threshold_rule": detector.threshold_rule,
         "uses_metadata": detector.spec.uses_metadata,
+        "augment": getattr(detector, "augment", None),
+        "augment_rate": getattr(detector, "augment_rate", 0.5),
+        "evidence_floor": dict(getattr(detector, "evidence_floor_", {}) or {}),
         "span_tagger": _span_meta(detector),
         "training_data": training_data or {},
         "rows": {"train": detector.n_train_, "validation": detector.n_validation_},
@@ -556,6 +559,12 @@ def read_meta(path) -> dict:
                        ("threshold_rule", THRESHOLD_RULES), ("entity_backend", ENTITY_BACKENDS)):
         if meta[key] not in known:
             raise _meta_error(meta_path, key, f"must be one of {', '.join(known)}; got {_oneline(meta[key], 80)!r}")
+    from ..data import AUGMENT_VERSIONS
+
+    if meta.get("augment") is not None and meta["augment"] not in AUGMENT_VERSIONS:
+        raise _meta_error(meta_path, "augment", f"must be null or one of {', '.join(AUGMENT_VERSIONS)}; got "
+                                                f"{_oneline(repr(meta['augment']), 80)}")
+    _check_unit(meta_path, "augment_rate", meta.get("augment_rate"), optional=True)
     _check_unit(meta_path, "threshold", meta["threshold"])
     _check_unit(meta_path, "sentence_threshold", meta.get("sentence_threshold"), optional=True)
     span = meta.get("span_tagger")
@@ -575,6 +584,14 @@ def read_meta(path) -> dict:
             raise _meta_error(meta_path, key, "is empty (every method is fitted on its featurizers' features)")
         if not all(isinstance(n, str) for n in names):
             raise _meta_error(meta_path, key, "must be a list of feature names")
+    floors = meta.get("evidence_floor", {})
+    if not isinstance(floors, dict):
+        raise _meta_error(meta_path, "evidence_floor", f"must be an object; got {type(floors).__name__}")
+    for key, value in floors.items():
+        if ":" not in key or key.split(":", 1)[1] not in meta.get("response_features", ()):
+            raise _meta_error(meta_path, f"evidence_floor.{_oneline(key, 60)}",
+                              "is not '<task>:<a response feature of the model>'")
+        _check_unit(meta_path, f"evidence_floor.{key}", value)
     for key in _VERSION_KEYS:  # recorded since reproducible builds; absent from older models
         if key in meta and not isinstance(meta[key], str):
             raise _meta_error(meta_path, key, f"must be a string; got {type(meta[key]).__name__}")
@@ -929,6 +946,16 @@ def _check_detector(det, meta: dict, model_path: Path) -> None:
             if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) or \
                     not math.isfinite(value):
                 raise fail(f"calibrator_.{name}", "must be a finite number")
+    # the evidence floors
+    floors = get("evidence_floor_", {})
+    if not isinstance(floors, dict) or not all(isinstance(k, str) for k in floors):
+        raise fail("evidence_floor_", "must be a dict of feature names to numbers")
+    for key, value in floors.items():
+        unit(f"evidence_floor_[{key!r}]", value)
+        if ":" not in key or key.split(":", 1)[1] not in names[0]:
+            raise fail("evidence_floor_", f"names {key!r}, which is not '<task>:<response feature of the model>'")
+    if floors != meta.get("evidence_floor", {}):
+        raise fail("evidence_floor_", "disagrees with meta.json field 'evidence_floor'")
     # the span tagger
     tagger = get("span_tagger_", None)
     if tagger is not None and type(tagger) is not SpanTagger:
@@ -1217,7 +1244,8 @@ def _load_skops(data: bytes, model_path: Path):
 
 # ---------------------------------------------------------------------------------------------- builds
 def fit_detector(examples, *, method: str = "evqual", calibration: str = "sigmoid", threshold_rule: str = "f1",
-                 entity_backend: str = "regex", validation_split: str | None = "test"):
+                 entity_backend: str = "regex", validation_split: str | None = "test", augment: str | None = None,
+                 evidence_floor: bool = True):
     """Fit a :class:`Detector` on all given examples, as ``evqual train`` does.
 
     The calibration and threshold part is 25% of the sources of the
@@ -1225,7 +1253,8 @@ def fit_detector(examples, *, method: str = "evqual", calibration: str = "sigmoi
     """
     from ._detector import Detector
 
-    det = Detector(method, calibration=calibration, threshold_rule=threshold_rule, entity_backend=entity_backend)
+    det = Detector(method, calibration=calibration, threshold_rule=threshold_rule, entity_backend=entity_backend,
+                   augment=augment, evidence_floor=evidence_floor)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return det.fit(examples, validation_pool=validation_split or None)
@@ -1246,8 +1275,8 @@ def training_data_info(result, label: str, *, validation_split: str | None = "te
 
 
 def build_model(data, out, *, method: str = "evqual", calibration: str = "sigmoid", threshold_rule: str = "f1",
-                entity_backend: str = "regex", validation_split: str | None = "test",
-                metrics: dict | None = None) -> Path:
+                entity_backend: str = "regex", validation_split: str | None = "test", augment: str | None = None,
+                metrics: dict | None = None, evidence_floor: bool = True) -> Path:
     """Train and save a model exactly as ``evqual train --data DATA --method METHOD --out OUT`` does.
 
     Parameters
@@ -1257,7 +1286,7 @@ def build_model(data, out, *, method: str = "evqual", calibration: str = "sigmoi
         in ``meta.json`` as given.
     out : str or Path
         The model folder to write.
-    method, calibration, threshold_rule, entity_backend, validation_split
+    method, calibration, threshold_rule, entity_backend, validation_split, augment, evidence_floor
         As the options of ``evqual train``.
     metrics : dict, optional
         Evaluation metrics recorded in ``meta.json``.
@@ -1282,7 +1311,8 @@ def build_model(data, out, *, method: str = "evqual", calibration: str = "sigmoi
         warnings.simplefilter("ignore")
         result = load_data(Path(data))
     det = fit_detector(result, method=method, calibration=calibration, threshold_rule=threshold_rule,
-                       entity_backend=entity_backend, validation_split=validation_split)
+                       entity_backend=entity_backend, validation_split=validation_split, augment=augment,
+                       evidence_floor=evidence_floor)
     info = training_data_info(result, str(data), validation_split=validation_split)
     return save_detector(det, out, training_data=info, metrics=metrics)
 
@@ -1330,7 +1360,8 @@ def check_rebuild(model, data, *, workdir=None) -> dict:
         expected = prediction_fingerprint(load_detector(model))["sha256"]
     settings = dict(method=meta["method"], calibration=meta["calibration"], threshold_rule=meta["threshold_rule"],
                     entity_backend=meta["entity_backend"],
-                    validation_split=meta["training_data"].get("validation_split", "test"))
+                    validation_split=meta["training_data"].get("validation_split", "test"),
+                    augment=meta.get("augment"), evidence_floor=bool(meta.get("evidence_floor")))
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         folder = build_model(data, Path(tmp) / "model", **settings)
         rebuilt = read_meta(folder)

@@ -5,8 +5,9 @@ This is the production path behind :meth:`Detector.score` and
 
 Which sentences are *flagged*: every sentence whose sentence risk reaches
 the detector's validation-tuned sentence threshold, and every sentence holding
-a predicted span; when the answer itself is flagged but no sentence is, its
-riskiest sentence is (so a flagged answer always points at a sentence and
+a predicted span; when the answer itself is flagged but no sentence is, the
+sentence with the most claim-aligned contradiction findings is, or else its
+riskiest sentence (so a flagged answer always points at a sentence and
 cites its evidence: forced citation).  For methods that score whole responses
 only, sentence risks are 0 and that sentence is the one with the most support
 gaps.
@@ -135,8 +136,13 @@ def score_examples(detector, examples, *, policy: Policy | None = None) -> list[
         flagged = by_risk | holds_span
         top = -1
         if decision.flagged and len(offsets) and not flagged.any():
-            # the riskiest sentence; for a method that scores whole responses only, the one with most gaps
-            top = int(np.argmax(srisk)) if sent_risks is not None else int(np.argmax([len(g) for g in gaps]))
+            # the sentence with the most contradiction findings; else the riskiest; for a method that scores
+            # whole responses only, the one with most gaps
+            found = [len(f) for f in getattr(an, "findings", ())]
+            if found and max(found) > 0:
+                top = int(np.argmax(found))
+            else:
+                top = int(np.argmax(srisk)) if sent_risks is not None else int(np.argmax([len(g) for g in gaps]))
             flagged[top] = True
         sentences = []
         for i, (s, e) in enumerate(offsets):

@@ -1,0 +1,833 @@
+"""Family ``check``: claims aligned to their evidence, and high-precision contradiction checks.
+
+Each output sentence is cut into **claim units** (clauses and coordinated
+predicates, :func:`split_claims`, backend ``"rules"``); each context chunk into
+sentences.  A checked item of a claim (a number, a date word, a name, a word
+with an antonym, a quantifier, a negated predicate) is **aligned** to the
+evidence by its *slot*: the Snowball stems of the content words around it
+(:data:`WINDOW` words each side, inside its claim unit; inside its sentence for
+the evidence).  Evidence items of the same class are scored by how many slot
+stems they share with the claim item, so the check compares a claim with the
+evidence that talks about the same thing, not with the whole context: a wrong
+"32 hours" does not pass because 32 appears in another passage about
+something else, and "opened in 1986" is caught against "opened in 1911" even
+when 1986 appears in the same sentence about another event.
+
+A check **fires** when the best-aligned evidence item that *disagrees* with the
+claim item shares at least :data:`MIN_SLOT` slot stems (one for a field line
+``label: value`` of a record) and more than any evidence item that *agrees*.
+
+===============  ===================================================================
+check            the claim item and the aligned evidence item that disagrees
+===============  ===================================================================
+``number``       two numbers of the same kind (plain, %, currency, time) and
+                 compatible unit words, with different values (approximate
+                 wording such as "about" allows 10%)
+``unit``         the same number with a different unit of the same dimension
+                 ("500 mg" vs "500 g", "25 percentage points" vs "25 basis points")
+                 or another currency
+``date``         two years, months or weekdays that differ
+``negation``     the same predicate word, negated on one side only ("did not
+                 approve" vs "approved"; cues: not, no, never, without, failed ...)
+``antonym``      a word against its opposite (:data:`evqual.text.ANTONYM_PAIRS`)
+``entity``       two names (capitalised words; a sentence's first word only when
+                 written with an inner capital) that differ
+``role``         two names of the claim in the reverse order in one evidence
+                 sentence around a shared predicate word (a passive "by" on one
+                 side only is not a swap)
+``quantifier``   two quantifier or modal words of the same dimension and another
+                 scope ("all" vs "some", "always" vs "usually", "must" vs "may",
+                 "at least" vs "up to")
+===============  ===================================================================
+
+Numbers, names and dates of the query are not checked as claims.
+
+Examples
+--------
+>>> from evqual.features._checks import EvidenceUnits, claim_checks
+>>> ev = EvidenceUnits(["The bridge opened in 1932 after six years of work."])
+>>> out = "The bridge opened in 1935."
+>>> sent, found = claim_checks(out, [(0, len(out))], ev)
+>>> found[0]
+[Finding('date', '1935' vs '1932')]
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from functools import lru_cache
+
+import numpy as np
+
+from ..text import (
+    ANTONYM_PAIRS,
+    MONTHS,
+    NUMBER_WORDS,
+    STOP_WORDS,
+    WEEKDAYS,
+    antonyms_of,
+    extract_numbers,
+    split_sentences,
+)
+
+__all__ = ["CHECKS", "CLAIM_BACKEND", "EvidenceUnits", "Finding", "MIN_SLOT", "WINDOW", "checks_response",
+           "claim_checks", "split_claims", "stem"]
+
+CHECKS = ("number", "unit", "date", "negation", "antonym", "entity", "role", "quantifier")
+"""The checks, in reporting order."""
+
+CLAIM_BACKEND = "rules"
+WINDOW = 4
+MIN_SLOT = 2
+
+_WORD_RE = re.compile(r"[^\W_]+")
+_FIELD_RE = re.compile(r"[^:.!?\n]{1,80}: \S")
+_SPLIT_RE = re.compile(
+    r";\s+|\s+[\u2013\u2014-]\s+(?=(?:and|but|while|whereas|although|though|yet)\b)"
+    r"|,\s+(?=(?:and|but|or|while|whereas|although|though|yet|so|which|who)\s)"
+    r"|\s+(?=(?:but|whereas)\s)", re.IGNORECASE)
+_NEG_CUES = frozenset({"no", "not", "never", "without", "lacks", "lack", "lacking", "neither", "nor", "cannot",
+                       "none", "nobody", "nothing", "unable", "failed", "fails", "fail", "refused", "refuses",
+                       "denied", "denies", "declined", "t", "nt"})
+_NEG_REACH = 3
+_MONTHS = frozenset(MONTHS) - {"may", "march"}
+_WEEKDAYS = frozenset(WEEKDAYS)
+_SMALL = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+          "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
+          "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30,
+          "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
+_MULT = {"hundred": 100, "thousand": 1000, "million": 1_000_000, "billion": 1_000_000_000}
+_WORD_VALUES = {w: str(v) for w, v in NUMBER_WORDS.items() if w not in ("one", "half", "hundred")}
+_WORD_VALUES.update({w: str(v) for w, v in _SMALL.items() if w != "one"})
+_WORD_VALUES.update({"twice": "2", "dozen": "12"})
+_APPROX = frozenset({"about", "around", "approximately", "roughly", "nearly", "almost", "some", "over", "under",
+                     "more", "less", "than", "circa", "estimated", "just", "close"})
+_UNITS = {
+    "mg": "mg", "milligram": "mg", "milligrams": "mg", "g": "g", "gram": "g", "grams": "g", "kg": "kg",
+    "kilogram": "kg", "kilograms": "kg", "mcg": "mcg", "microgram": "mcg", "micrograms": "mcg", "ml": "ml",
+    "millilitre": "ml", "milliliter": "ml", "millilitres": "ml", "milliliters": "ml", "litre": "l",
+    "liter": "l", "litres": "l", "liters": "l", "km": "km", "kilometre": "km", "kilometer": "km",
+    "kilometres": "km", "kilometers": "km", "metre": "m", "meter": "m", "metres": "m", "meters": "m",
+    "cm": "cm", "centimetres": "cm", "centimeters": "cm", "mm": "mm", "millimetres": "mm", "millimeters": "mm",
+    "mile": "mile", "miles": "mile", "ft": "ft", "feet": "ft", "foot": "ft", "inch": "in", "inches": "in",
+    "lb": "lb", "lbs": "lb", "pound": "lb", "pounds": "lb", "ounce": "oz", "ounces": "oz", "oz": "oz",
+    "tonne": "t", "tonnes": "t", "tons": "t", "ton": "t",
+    "second": "s", "seconds": "s", "minute": "min", "minutes": "min", "min": "min", "mins": "min",
+    "hour": "h", "hours": "h", "hr": "h", "hrs": "h", "day": "day", "days": "day", "week": "week",
+    "weeks": "week", "month": "month", "months": "month", "year": "year", "years": "year", "decade": "decade",
+    "decades": "decade", "percent": "%", "per": None, "points": "pt", "point": "pt", "percentage": "pt",
+    "basis": "bp", "bps": "bp", "kwh": "kwh", "mwh": "mwh", "mw": "mw", "gw": "gw", "kw": "kw",
+    "kilowatts": "kw", "kilowatt": "kw", "megawatts": "mw", "megawatt": "mw", "watts": "w", "watt": "w",
+    "acre": "acre", "acres": "acre", "hectare": "ha", "hectares": "ha", "mph": "mph", "kmh": "kmh",
+    "celsius": "c", "fahrenheit": "f", "tablets": "tablet", "tablet": "tablet", "capsules": "capsule",
+    "capsule": "capsule", "doses": "dose", "dose": "dose", "gb": "gb", "tb": "tb", "mb": "mb", "pct": "%",
+}
+_BASE = {"mg": 1e-3, "g": 1.0, "kg": 1e3, "mcg": 1e-6, "lb": 453.592, "oz": 28.3495, "t": 1e6, "ml": 1e-3,
+         "l": 1.0, "km": 1e3, "m": 1.0, "cm": 1e-2, "mm": 1e-3, "mile": 1609.34, "ft": 0.3048, "in": 0.0254,
+         "s": 1.0, "min": 60.0, "h": 3600.0, "day": 86400.0, "week": 604800.0, "kw": 1e3, "mw": 1e6,
+         "gw": 1e9, "w": 1.0, "kwh": 1.0, "mwh": 1e3, "gb": 1e3, "tb": 1e6, "mb": 1.0}
+_GROUPS = {"mg": "mass", "g": "mass", "kg": "mass", "mcg": "mass", "lb": "mass", "oz": "mass", "t": "mass",
+           "ml": "vol", "l": "vol", "km": "len", "m": "len", "cm": "len", "mm": "len", "mile": "len",
+           "ft": "len", "in": "len", "s": "time", "min": "time", "h": "time", "day": "time",
+           "week": "time", "month": "time", "year": "time", "decade": "time", "%": "ratio", "pt": "ratio",
+           "bp": "ratio", "kwh": "energy", "mwh": "energy", "mw": "power", "gw": "power", "kw": "power",
+           "w": "power", "acre": "area", "ha": "area", "mph": "speed", "kmh": "speed", "c": "temp", "f": "temp",
+           "tablet": "count", "capsule": "count", "dose": "count", "gb": "data", "tb": "data", "mb": "data"}
+_PASSIVE = frozenset({"was", "were", "been", "being", "by"})
+_CURRENCIES = frozenset("$\u20ac\u00a3\u00a5")
+
+# quantifier and modality scopes: a claim word of one scope against an evidence word of another
+_SCOPES = {
+    "freq": {"always": "all", "never": "none", "usually": "most", "often": "most", "typically": "most",
+             "generally": "most", "mostly": "most", "frequently": "most", "sometimes": "some",
+             "occasionally": "some", "rarely": "few", "seldom": "few"},
+    "quant": {"all": "all", "every": "all", "each": "all", "most": "most", "majority": "most",
+              "some": "some", "several": "some", "few": "few", "none": "none", "many": "most"},
+    "modal": {"must": "must", "required": "must", "mandatory": "must", "shall": "must", "should": "should",
+              "recommended": "should", "may": "may", "can": "may", "might": "may", "could": "may",
+              "optional": "may"},
+    "only": {"only": "only", "sole": "only", "solely": "only", "exclusively": "only", "among": "among"},
+}
+_BOUNDS = (("at least", "min"), ("no fewer than", "min"), ("no less than", "min"), ("a minimum of", "min"),
+           ("at most", "max"), ("up to", "max"), ("no more than", "max"), ("a maximum of", "max"),
+           ("more than", "min"), ("fewer than", "max"), ("less than", "max"))
+_SCOPE_OF = {w: (dim, v) for dim, d in _SCOPES.items() for w, v in d.items()}
+_COMPATIBLE_SCOPES = frozenset({("some", "most"), ("most", "some"), ("some", "few"), ("few", "some"),
+                                ("should", "may"), ("may", "should")})
+"""Scopes that do not contradict each other ("some" and "many" are both true of a majority)."""
+_BOUND_FIRST: dict = {}
+for _phrase, _val in sorted(_BOUNDS, key=lambda pv: -len(pv[0])):
+    _BOUND_FIRST.setdefault(_phrase.split()[0], []).append((tuple(_phrase.split()), _val))
+_HAS_ANTONYM = frozenset(w for pair in ANTONYM_PAIRS for w in pair if " " not in w)
+
+
+@lru_cache(maxsize=1)
+def _stemmer():
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """Snowball English stem of a lower-case word (cached).
+
+    >>> stem("sources"), stem("opens"), stem("opened")
+    ('sourc', 'open', 'open')
+    """
+    return _stemmer().stemWord(word)
+
+
+def split_claims(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Claim units of the sentence ``text[start:end]`` as ``(start, end)`` offsets.
+
+    >>> s = "The plant opened in 1932, but it closed in 1990; staff moved to Leeds."
+    >>> [s[a:b] for a, b in split_claims(s, 0, len(s))]
+    ['The plant opened in 1932', 'but it closed in 1990', 'staff moved to Leeds.']
+    """
+    out, cur = [], start
+    for m in _SPLIT_RE.finditer(text, start, end):
+        if m.start() - cur >= 12 and end - m.end() >= 12:
+            out.append((cur, m.start()))
+            cur = m.end()
+    out.append((cur, end))
+    return [(a, b) for a, b in out if any(c.isalnum() for c in text[a:b])]
+
+
+class Finding:
+    """A check that fired: which check, the claim's words and the evidence's.
+
+    Attributes
+    ----------
+    check : str
+        One of :data:`CHECKS`.
+    start, end : int
+        Offsets of the claim item in the output.
+    mention : str
+        The claim item as written.
+    evidence : str
+        The disagreeing evidence item as written.
+    chunk : int
+        Index of the evidence chunk.
+    ev_start, ev_end : int
+        Offsets of the evidence item in that chunk's text.
+    """
+
+    __slots__ = ("check", "start", "end", "mention", "evidence", "chunk", "ev_start", "ev_end")
+
+    def __init__(self, check, start, end, mention, evidence, chunk, ev_start, ev_end):
+        self.check, self.start, self.end, self.mention = check, start, end, mention
+        self.evidence, self.chunk, self.ev_start, self.ev_end = evidence, chunk, ev_start, ev_end
+
+    def __repr__(self):
+        return f"Finding({self.check!r}, {self.mention!r} vs {self.evidence!r})"
+
+
+class _Item:
+    """One checkable item of a segment: its class key, payload and slot stems."""
+
+    __slots__ = ("cls", "key", "info", "slot", "near", "start", "end", "text", "chunk", "field", "seg", "pos")
+
+    def __init__(self, cls, key, info, slot, start, end, text, chunk=-1, field=False, seg=0, pos=0):
+        self.cls, self.key, self.info = cls, key, info
+        self.slot, self.near = slot
+        self.start, self.end, self.text, self.chunk, self.field, self.seg, self.pos = \
+            start, end, text, chunk, field, seg, pos
+
+
+def _tokens(text: str, start: int, end: int):
+    toks = []
+    for m in _WORD_RE.finditer(text, start, end):
+        w = m.group()
+        low = w.lower()
+        content = low not in STOP_WORDS and not low[:1].isdigit() and len(low) > 1 and low not in _WORD_VALUES
+        toks.append((m.start(), m.end(), w, low, stem(low) if content else None))
+    return toks
+
+
+def _slot(toks, lo: int, hi: int, skip_lo: int, skip_hi: int, names: bool = True):
+    """``(stems, near)``: stems of the content tokens within WINDOW content tokens of
+    ``toks[skip_lo:skip_hi]``, and the nearest one on each side tagged with its side.
+
+    ``names=False`` leaves capitalised words out (a name's neighbours in its own
+    multi-word name are not its slot).
+    """
+    out, near = [], []
+    n = 0
+    j = skip_lo - 1
+    while j >= lo and n < WINDOW:
+        st = toks[j][4]
+        if st is not None and (names or not toks[j][2][:1].isupper()):
+            out.append(st)
+            if not n:
+                near.append(("L", st))
+            n += 1
+        j -= 1
+    n = 0
+    j = skip_hi
+    while j < hi and n < WINDOW:
+        st = toks[j][4]
+        if st is not None and (names or not toks[j][2][:1].isupper()):
+            out.append(st)
+            if not n:
+                near.append(("R", st))
+            n += 1
+        j += 1
+    return frozenset(out), frozenset(near)
+
+
+def _word_number(toks, j: int, n: int):
+    """``(value, end)`` of the spelled-out number starting at token ``j`` ("one hundred and twenty",
+    "seventy-eight", "a dozen"), or None; a lone "one" is not a number."""
+    total, cur, k, seen = 0, 0, j, 0
+    while k < n:
+        w = toks[k][3]
+        if w in _SMALL:
+            v = _SMALL[w]
+            if not seen or not cur:
+                cur += v
+            elif cur % 100 == 0 and v < 100:
+                cur += v
+            elif 20 <= cur % 100 and cur % 10 == 0 and v < 10:
+                cur += v
+            else:
+                break
+        elif w in _MULT and seen:
+            if _MULT[w] == 100:
+                cur = max(cur, 1) * 100
+            else:
+                total += max(cur, 1) * _MULT[w]
+                cur = 0
+        elif w == "and" and seen and k + 1 < n and toks[k + 1][3] in _SMALL:
+            pass
+        elif w in ("dozen", "twice") and not seen:
+            return ("12" if w == "dozen" else "2"), k + 1
+        else:
+            break
+        seen += 1
+        k += 1
+    if not seen or (seen == 1 and toks[j][3] == "one"):
+        return None
+    if toks[k - 1][3] == "and":
+        k -= 1
+    return str(total + cur), k
+
+
+def _unit_after(toks, j: int, hi: int):
+    if j < hi:
+        u = _UNITS.get(toks[j][3])
+        if toks[j][3] == "percentage":  # "percentage points" (a percentage alone is a share, not a unit)
+            return "pt" if j + 1 < hi and toks[j + 1][3] in ("point", "points") else None
+        if toks[j][3] in ("per", "a") and j + 1 < hi:  # "per cent", "a day" keep the plain reading
+            return "%" if toks[j + 1][3] == "cent" else None
+        return u
+    return None
+
+
+def _negated(toks, j: int, lo: int) -> bool:
+    if j + 1 < len(toks) and toks[j + 1][3] == "free":  # "visa-free"
+        return True
+    for k in range(max(lo, j - _NEG_REACH), j):
+        if toks[k][3] in _NEG_CUES:
+            return True
+    return False
+
+
+_MARKER_AFTER = re.compile(r"(?:[.)]\s+|\s{2,}|\s*[-\u2013:]\s+)[A-Z\"'\u201c]")
+
+
+def _is_list_marker(text: str, a: int, b: int, toks, j: int) -> bool:
+    """A small integer numbering a list item or step ("4. Thread the string", "2  Tie", "step 3")."""
+    digits = text[a:b]
+    if not digits.isdigit() or len(digits) > 2:
+        return False
+    if j > 0 and toks[j - 1][3] in ("step", "tep", "no", "item", "part", "phase", "stage", "passage"):
+        return True
+    before = text[max(0, a - 2):a]
+    if a > 0 and not (before.strip() == "" or before.rstrip()[-1:] in ".:;!?\n" or "\n" in before):
+        return False
+    return _MARKER_AFTER.match(text, b) is not None
+
+
+def _negations(text: str, toks) -> set:
+    """Indices of the tokens a negation cue negates: the first content word after the cue, within
+    _NEG_REACH words and the same clause; "X-free" negates X."""
+    n = len(toks)
+    neg_pos = set()
+    for k, t in enumerate(toks):
+        low = t[3]
+        if low in _NEG_CUES:
+            for i in range(k + 1, min(n, k + 1 + _NEG_REACH)):
+                if any(c in ",;:" for c in text[toks[i - 1][1]:toks[i][0]]):
+                    break
+                if toks[i][4] is not None:
+                    neg_pos.add(i)
+                    break
+        elif low == "free" and k:
+            neg_pos.add(k - 1)  # "visa-free"
+    return neg_pos
+
+
+def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int = -1, seg: int = 0,
+                   field: bool = False, neg_stems=None, toks=None, neg_pos=None):
+    """The checkable items of ``text[start:end]`` (a claim unit or an evidence sentence).
+
+    Returns ``(items, toks, neg_pos)``.  Predicate items (for the negation
+    check) are made only for a claim (``neg_stems`` given): for its negated
+    words and for words whose stem the evidence has negated somewhere.
+    ``toks`` and ``neg_pos`` may be passed when already computed.
+    """
+    if toks is None:
+        toks = _tokens(text, start, end)
+    if neg_pos is None:
+        neg_pos = _negations(text, toks)
+    n = len(toks)
+    items = []
+    # numbers (digits through extract_numbers, then number words)
+    taken = set()
+    starts = [t[0] for t in toks]
+    for m in extract_numbers(text[start:end]):
+        a, b = start + m.start, start + m.end
+        lo_j = bisect.bisect_left(starts, a)
+        hi_j = lo_j
+        while hi_j < n and toks[hi_j][1] <= b:
+            hi_j += 1
+        if hi_j == lo_j:
+            continue
+        taken.update(range(lo_j, hi_j))
+        if _is_list_marker(text, a, b, toks, lo_j):
+            continue
+        kind = m.unit if m.unit else ""
+        if not kind and m.text.isdigit() and len(m.text) == 4 and 1500 <= int(m.text) <= 2100:
+            kind = "year"
+        unit = "%" if kind == "%" else _unit_after(toks, hi_j, n)
+        approx = any(toks[k][3] in _APPROX for k in range(max(0, lo_j - 2), lo_j))
+        items.append(_Item("number", m.value, (kind, unit, approx), _slot(toks, 0, n, lo_j, hi_j), a, b,
+                           text[a:b], chunk, field, seg, lo_j))
+    covered = set()
+    for j, (a, b, w, low, st) in enumerate(toks):
+        if j in taken:
+            continue
+        if low in _WORD_VALUES or low in _SMALL:
+            got = _word_number(toks, j, n)
+            if got is not None:
+                v, k = got
+                taken.update(range(j, k))
+                approx = any(toks[i][3] in _APPROX for i in range(max(0, j - 2), j))
+                b = toks[k - 1][1]
+                items.append(_Item("number", v, ("", _unit_after(toks, k, n), approx), _slot(toks, 0, n, j, k),
+                                   a, b, text[a:b], chunk, field, seg, j))
+                continue
+        if low in _MONTHS or low in _WEEKDAYS or (
+                low in ("may", "march") and w[0].isupper() and j > 0
+                and ((toks[j - 1][3][:1].isdigit()) or (j + 1 < n and toks[j + 1][3][:1].isdigit()))):
+            items.append(_Item("date", low, "weekday" if low in _WEEKDAYS else "month", _slot(toks, 0, n, j, j + 1),
+                               a, b, w, chunk, field, seg, j))
+            continue
+        if w[:1].isupper() and st is not None:
+            if not (j == 0 and first) or any(c.isupper() for c in w[1:]):
+                items.append(_Item("name", low, None, _slot(toks, 0, n, j, j + 1), a, b, w, chunk, field, seg, j))
+        if low in _BOUND_FIRST and j not in covered:
+            for words, val in _BOUND_FIRST[low]:
+                k = j + len(words)
+                if k <= n and all(toks[j + i][3] == words[i] for i in range(1, len(words))):
+                    covered.update(range(j, k))
+                    if any(toks[i][3] in _NEG_CUES for i in range(max(0, j - 2), j)):
+                        val = "max" if val == "min" else "min"  # "not more than"
+                    nxt = k + 1 if k < n and toks[k][3] == "a" else k
+                    bound_of = None
+                    if nxt < n:
+                        bound_of = toks[nxt][3] if toks[nxt][3][:1].isdigit() else _WORD_VALUES.get(toks[nxt][3])
+                    bb = toks[k - 1][1]
+                    items.append(_Item("scope", ("bound", val), bound_of, _slot(toks, 0, n, j, k), a, bb,
+                                       text[a:bb], chunk, field, seg, j))
+                    break
+        if low in _SCOPE_OF and j not in covered:
+            dim, val = _SCOPE_OF[low]
+            if not (low in ("may", "can") and j == 0):
+                items.append(_Item("scope", (dim, val), low, _slot(toks, 0, n, j, j + 1), a, b, w, chunk, field,
+                                   seg, j))
+        if low in _HAS_ANTONYM:
+            items.append(_Item("word", low, None, _slot(toks, 0, n, j, j + 1), a, b, w, chunk, field, seg, j))
+        if neg_stems is not None and st is not None and j > 0 and not w[:1].isupper():
+            neg = j in neg_pos
+            if neg or st in neg_stems:
+                items.append(_Item("pred", st, neg, _slot(toks, 0, n, j, j + 1), a, b, w, chunk, field, seg, j))
+    return items, toks, neg_pos
+
+
+class EvidenceUnits:
+    """The context cut into evidence sentences, with their checkable items (built once per context).
+
+    Every sentence is tokenized up front (stems, negations, an index from stems
+    to sentences); a sentence's items are made the first time a claim shares
+    words with it, so the cost follows what the answers talk about.  Which
+    sentences a claim is compared with depends only on the claim and the
+    context: at least :data:`MIN_SLOT` shared stems (one for a record line).
+
+    Parameters
+    ----------
+    chunk_texts : list of str
+    """
+
+    def __init__(self, chunk_texts):
+        self.chunk_texts = list(chunk_texts)
+        self.segments: list = []
+        self.neg_pos: list = []
+        self.fields: list = []
+        self.neg_stems: set = set()
+        postings: dict = {}
+        words: dict = {}
+        preds: dict = {}
+        for k, text in enumerate(self.chunk_texts):
+            field = _FIELD_RE.match(text) is not None and ". " not in text and len(text) < 300
+            for s, e in split_sentences(text):
+                seg = len(self.segments)
+                toks = _tokens(text, s, e)
+                neg_pos = _negations(text, toks)
+                self.segments.append((k, toks))
+                self.neg_pos.append(neg_pos)
+                self.fields.append(field)
+                for j, t in enumerate(toks):
+                    st = t[4]
+                    if st is not None:
+                        postings.setdefault(st, set()).add(seg)
+                        if j:
+                            preds.setdefault(st, []).append((seg, j))
+                            if j in neg_pos:
+                                self.neg_stems.add(st)
+                    words.setdefault(t[3], set()).add(seg)
+        self.postings = postings
+        self.words = words
+        self.preds = preds
+        self._seg_items: dict = {}
+        self._pred_items: dict = {}
+
+    def segment_items(self, seg: int) -> tuple:
+        """``(items, index)`` of evidence sentence ``seg``: its items and ``(class, stem) -> items``."""
+        got = self._seg_items.get(seg)
+        if got is not None:
+            return got
+        k, toks = self.segments[seg]
+        text = self.chunk_texts[k]
+        field = self.fields[seg]
+        s, e = (toks[0][0], toks[-1][1]) if toks else (0, 0)
+        items, _, _ = _segment_items(text, s, e, first=True, chunk=k, seg=seg, field=field, toks=toks,
+                                     neg_pos=self.neg_pos[seg])
+        label_unit = None
+        if field:
+            label = text.split(": ", 1)[0].lower()
+            units = [_UNITS[w] for w in _WORD_RE.findall(label) if _UNITS.get(w)]
+            label_unit = units[-1] if units else None
+        index: dict = {}
+        for it in items:
+            if field:
+                it.near = frozenset()
+                if it.cls == "number" and it.info[1] is None and label_unit is not None:
+                    it.info = (it.info[0], label_unit, it.info[2])
+            for st in it.slot:
+                index.setdefault((it.cls, st), []).append(it)
+        got = self._seg_items[seg] = (items, index)
+        return got
+
+    def sentences_for(self, stems) -> list:
+        """Evidence sentences sharing at least MIN_SLOT of ``stems`` (record lines: one), in order."""
+        counts: dict = {}
+        for st in stems:
+            for seg in self.postings.get(st, ()):
+                counts[seg] = counts.get(seg, 0) + 1
+        return sorted(seg for seg, c in counts.items() if c >= MIN_SLOT or self.fields[seg])
+
+    def candidates(self, item, segs=None) -> dict:
+        """Evidence items of ``item``'s class sharing slot stems with it (in ``segs``): item -> shared count."""
+        counts: dict = {}
+        cls = item.cls
+        if cls == "pred":
+            for seg, j in self.preds.get(item.key, ()):
+                it = self.pred_item(seg, j)
+                shared = len(item.slot & it.slot)
+                if shared:
+                    counts[it] = shared
+            return counts
+        if segs is None:
+            segs = self.sentences_for(item.slot)
+        for seg in segs:
+            index = self.segment_items(seg)[1]
+            for st in item.slot:
+                for it in index.get((cls, st), ()):
+                    counts[it] = counts.get(it, 0) + 1
+        return counts
+
+    def name_items(self, key: str) -> list:
+        """Name items with lower-case text ``key``, in context order."""
+        out = []
+        for seg in sorted(self.words.get(key, ())):
+            out.extend(it for it in self.segment_items(seg)[0] if it.cls == "name" and it.key == key)
+        return out
+
+    def pred_item(self, seg: int, j: int):
+        """The predicate item of word ``j`` of evidence sentence ``seg`` (made on first use)."""
+        got = self._pred_items.get((seg, j))
+        if got is None:
+            k, toks = self.segments[seg]
+            a, b, w, _, st = toks[j]
+            got = self._pred_items[(seg, j)] = _Item("pred", st, j in self.neg_pos[seg],
+                                                      _slot(toks, 0, len(toks), j, j + 1), a, b, w, k, False, seg, j)
+        return got
+
+
+
+def _number_same(a, b) -> str | None:
+    """``None`` when evidence number ``b`` agrees with claim number ``a``; else the check it contradicts."""
+    (ka, ua, approx), (kb, ub, _) = a.info, b.info
+    cur_a, cur_b = ka in _CURRENCIES, kb in _CURRENCIES
+    if ka == "time" or kb == "time":
+        if ka != kb:
+            return "skip"
+    elif cur_a and cur_b:
+        pass
+    elif (ka == "year") != (kb == "year"):
+        return "skip"
+    elif ka in ("%",) and kb not in ("%",) and ub not in ("pt", "bp", "%"):
+        return "skip"
+    elif kb == "%" and ka != "%" and ua not in ("pt", "bp", "%"):
+        return "skip"
+    if a.key == b.key:
+        if cur_a and cur_b and ka != kb:
+            return "unit"
+        if ua and ub and ua != ub and _GROUPS.get(ua) == _GROUPS.get(ub) and _GROUPS.get(ua):
+            return "unit"
+        if (ka == "%") != (kb == "%") and (ua in ("pt", "bp") or ub in ("pt", "bp")):
+            return "unit"
+        return None
+    if ua and ub and _GROUPS.get(ua) != _GROUPS.get(ub):
+        return "skip"
+    if ua in _BASE and ub in _BASE and ua != ub:
+        try:
+            x, y = float(a.key) * _BASE[ua], float(b.key) * _BASE[ub]
+            if abs(x - y) <= 0.02 * max(abs(x), abs(y)):
+                return None  # a conversion: 1.2 g is 1,200 mg
+        except ValueError:
+            pass
+    if (ua is None) != (ub is None) and not (cur_a or cur_b or ka == "%" or b.field):
+        return "skip"
+    if approx:
+        try:
+            x, y = float(a.key), float(b.key)
+            if abs(x - y) <= 0.1 * max(abs(x), abs(y)):
+                return None
+        except ValueError:
+            pass
+    return "date" if ka == "year" else "number"
+
+
+def _disagrees(a, b) -> str | None:
+    """The check that evidence item ``b`` contradicts claim item ``a`` under, ``None`` when they agree,
+    ``"skip"`` when they are not comparable."""
+    cls = a.cls
+    if cls == "number":
+        return _number_same(a, b)
+    if cls == "date":
+        if a.info != b.info:
+            return "skip"
+        return None if a.key == b.key else "date"
+    if cls == "name":
+        if b.field:
+            return "skip"
+        x, y = a.key, b.key
+        if x == y or stem(x) == stem(y) or (min(len(x), len(y)) >= 3 and (x.startswith(y) or y.startswith(x))):
+            return None
+        return "entity"
+    if cls == "scope":
+        if a.key[0] != b.key[0]:
+            return "skip"
+        if a.key[0] == "bound" and (a.info is None or a.info != b.info):
+            return "skip"  # bounds compare only on the same number
+        if a.key[1] == b.key[1] or (a.key[1], b.key[1]) in _COMPATIBLE_SCOPES:
+            return None
+        return "quantifier"
+    if cls == "word":
+        if a.key == b.key:
+            return None
+        return "antonym" if b.key in antonyms_of(a.key) else "skip"
+    if cls == "pred":
+        if a.key != b.key:
+            return "skip"
+        return None if a.info == b.info else "negation"
+    return "skip"
+
+
+def _check_item(item, ev: EvidenceUnits, claim_words: set, query_words: set, claim_values=frozenset(), segs=None):
+    """The finding for one claim item, or None."""
+    if item.cls in ("number", "name", "date") and item.text.lower() in query_words and item.cls != "number":
+        return None
+    if item.cls == "number" and item.key in query_words:
+        return None
+    if item.cls == "pred" and not item.info and item.key not in ev.neg_stems:
+        return None
+    cands = ev.candidates(item, segs)
+    if not cands:
+        return None
+    best_same, same_item, best_diff, which, check = 0, None, 0, None, None
+    for iid, shared in cands.items():
+        b = iid
+        verdict = _disagrees(item, b)
+        if verdict == "skip":
+            continue
+        if b.field:
+            # a record line "label: value": the label must be a word next to the claim's item
+            labelled = any(st in b.slot for _, st in item.near)
+            score = shared + (2 if labelled else 0)
+        else:
+            labelled = True
+            score = shared + 2 * len(item.near & b.near)
+        if item.cls == "number" and item.info[1] is not None and item.info[1] == b.info[1]:
+            score += 1
+        if verdict is None:
+            if score > best_same:
+                best_same, same_item = score, b
+            continue
+        if item.cls == "name" and b.key in claim_words:
+            continue  # the claim names it too: not a substitute
+        if item.cls == "word" and b.key in claim_words:
+            continue
+        if verdict in ("number", "date") and item.cls == "number" and b.key in claim_values:
+            continue  # the claim states that value too
+        if not labelled:
+            continue
+        need = 1 if b.field and item.cls in ("number", "date") else 3 if item.cls == "pred" else MIN_SLOT
+        if shared < need:
+            continue
+        if score > best_diff:
+            best_diff, which, check = score, b, verdict
+    if which is None or best_diff <= best_same:
+        return None
+    d = which
+    if same_item is not None and same_item.seg == d.seg and len(item.near & same_item.near) >= len(item.near & d.near):
+        return None  # the agreeing item sits in the same evidence sentence, as close to the claim's words
+    if item.cls in ("name", "date", "word") and item.key in _segment_words(ev, d.seg):
+        return None  # the evidence sentence holds the claim's word too
+    if item.cls == "name" and item.key in ev.words and len(item.slot & d.slot) < 3:
+        return None  # a name the context has elsewhere: only a close slot match says it was swapped in
+    if item.cls == "pred" and len(item.slot) < 3:
+        return None
+    b = d
+    return Finding(check, item.start, item.end, item.text, b.text, b.chunk, b.start, b.end)
+
+
+def _segment_words(ev, seg) -> set:
+    return {t[3] for t in ev.segments[seg][1]}
+
+
+def _role_check(items, toks, ev: EvidenceUnits):
+    names = [it for it in items if it.cls == "name"]
+    if len(names) < 2:
+        return None
+    for x in range(len(names)):
+        for y in range(x + 1, len(names)):
+            a, b = names[x], names[y]
+            if a.key == b.key or b.pos - a.pos < 2:
+                continue
+            between_c = toks[a.pos + 1:b.pos]
+            if len(between_c) > 6:
+                continue
+            if all(t[4] is None or t[2][:1].isupper() for t in between_c):
+                continue
+            pred_c = {t[4] for t in between_c if t[4] is not None}
+            by_c = any(t[3] == "by" for t in between_c)
+            segs_a = {it.seg: it for it in ev.name_items(a.key)}
+            same_order = reverse = None
+            for eb in ev.name_items(b.key):
+                ea = segs_a.get(eb.seg)
+                if ea is None:
+                    continue
+                etoks = ev.segments[eb.seg][1]
+                lo, hi = sorted((ea.pos, eb.pos))
+                between_e = etoks[lo + 1:hi]
+                if len(between_e) > 6 or any(t[3] in _PASSIVE for t in between_e + between_c):
+                    continue
+                pred_e = {t[4] for t in between_e if t[4] is not None}
+                if not (pred_c & pred_e):
+                    continue
+                by_e = any(t[3] == "by" for t in between_e)
+                ordered = ea.pos < eb.pos
+                if ordered == (by_c == by_e):
+                    same_order = True
+                else:
+                    reverse = (ea, eb)
+            if reverse and not same_order:
+                ea, eb = reverse
+                first, second = sorted((ea, eb), key=lambda it: it.pos)
+                return Finding("role", a.start, b.end, f"{a.text} ... {b.text}", f"{first.text} ... {second.text}",
+                               ea.chunk, first.start, second.end)
+    return None
+
+
+@lru_cache(maxsize=4096)
+def _query_words(query: str) -> frozenset:
+    words = {w.lower() for w in _WORD_RE.findall(query)}
+    words.update(m.value for m in extract_numbers(query))
+    return frozenset(words)
+
+
+def claim_checks(output: str, sentences, ev: EvidenceUnits, query: str = "") -> tuple[dict, list]:
+    """Per-sentence check counts (``sent.check.*``) and each sentence's findings.
+
+    Parameters
+    ----------
+    output : str
+    sentences : list of (start, end)
+        The output's sentences.
+    ev : EvidenceUnits
+        The context's evidence items.
+    query : str
+        Numbers, names and dates of the query are not checked.
+
+    Returns
+    -------
+    sent : dict
+        ``sent.check.<check>.v1`` counts per sentence and ``sent.check.any.v1``
+        (how many different checks fired).
+    findings : list of list of Finding
+    """
+    n = len(sentences)
+    counts = {c: np.zeros(n) for c in CHECKS}
+    findings: list[list[Finding]] = [[] for _ in range(n)]
+    qw = _query_words(query or "")
+    out_words = {w.lower() for w in _WORD_RE.findall(output)}
+    for i, (s, e) in enumerate(sentences):
+        seen = set()
+        for a, b in split_claims(output, s, e):
+            items, toks, _ = _segment_items(output, a, b, first=(a == s), neg_stems=ev.neg_stems)
+            claim_words = {t[3] for t in toks} | out_words
+            values = {it.key for it in items if it.cls == "number"}
+            segs = ev.sentences_for({t[4] for t in toks if t[4] is not None}) if items else []
+            found = [_check_item(it, ev, claim_words, qw, values, segs) for it in items]
+            found.append(_role_check(items, toks, ev))
+            for f in found:
+                if f is None:
+                    continue
+                key = (f.check, f.start)
+                if key in seen or any(g.start <= f.start < g.end for g in findings[i]):
+                    continue
+                seen.add(key)
+                findings[i].append(f)
+                counts[f.check][i] += 1
+    sent = {f"sent.check.{c}.v1": counts[c] for c in CHECKS}
+    total = np.zeros(n)
+    for c in CHECKS:
+        total += counts[c] > 0
+    sent["sent.check.any.v1"] = total
+    return sent, findings
+
+
+def checks_response(sent: dict) -> dict:
+    """Response-level check features: the most findings of each check in one sentence, and sentences with any."""
+    out = {}
+    for c in CHECKS + ("any",):
+        v = sent[f"sent.check.{c}.v1"]
+        out[f"check.{c}.v1"] = float(v.max()) if len(v) else 0.0
+    v = sent["sent.check.any.v1"]
+    out["check.sentences.v1"] = float((v > 0).sum())
+    return out
