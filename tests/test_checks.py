@@ -206,3 +206,16 @@ def test_a_name_is_explained_once_per_sentence():
                               output="Paris is the capital of Spain.", task_type="QA")
     codes = [x.code for s in r.sentences for x in s.reasons]
     assert codes.count("ENTITY_CONFLICT") == 1 and "ENTITY_UNSUPPORTED" not in codes
+
+
+def test_a_flagged_answer_flags_the_sentence_that_contradicts_the_evidence():
+    # regression: the answer was flagged by DATE_CONFLICT but only another sentence was flagged
+    from evqual.models import Detector
+
+    r = Detector.load().score(query="When did the bridge open?",
+                              context=["The bridge opened in 1932 after six years of work."],
+                              output="The bridge opened in 1935. It was designed by Joseph Strauss.", task_type="QA")
+    assert r.flagged
+    first = r.sentences[0]
+    assert first.flagged and first.reasons[0].code == "DATE_CONFLICT"
+    assert first.explanation.startswith("Flagged")

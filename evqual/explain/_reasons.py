@@ -344,13 +344,16 @@ def explanation_text(flagged: bool, risk: float, threshold: float, reasons, cita
     """One readable paragraph for a sentence: verdict, reasons and the cited evidence.
 
     ``why`` says what flagged the sentence: ``"risk"`` (its risk reached the
-    sentence threshold), ``"span"`` (it holds a predicted span) or ``"top"``
+    sentence threshold), ``"span"`` (it holds a predicted span), ``"finding"``
+    (it holds a claim-aligned contradiction finding of a flagged answer) or ``"top"``
     (the riskiest sentence of a flagged answer).
     """
     if not flagged:
         verdict = f"Not flagged (risk {risk:.2f} < {threshold:.2f})"
     elif why == "span":
         verdict = f"Flagged (holds a predicted hallucinated span; sentence risk {risk:.2f})"
+    elif why == "finding":
+        verdict = f"Flagged (contradicts the evidence in a flagged answer; sentence risk {risk:.2f})"
     elif why == "top":
         verdict = f"Flagged (the riskiest sentence of a flagged answer; sentence risk {risk:.2f})"
     else:

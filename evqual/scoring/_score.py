@@ -5,9 +5,9 @@ This is the production path behind :meth:`Detector.score` and
 
 Which sentences are *flagged*: every sentence whose sentence risk reaches
 the detector's validation-tuned sentence threshold, and every sentence holding
-a predicted span; when the answer itself is flagged but no sentence is, the
-sentence with the most claim-aligned contradiction findings is, or else its
-riskiest sentence (so a flagged answer always points at a sentence and
+a predicted span; when the answer itself is flagged, every sentence holding a
+claim-aligned contradiction finding is too; when the answer is flagged but no
+sentence is, its riskiest sentence is (so a flagged answer always points at a sentence and
 cites its evidence: forced citation).  For methods that score whole responses
 only, sentence risks are 0 and that sentence is the one with the most support
 gaps.
@@ -134,22 +134,23 @@ def score_examples(detector, examples, *, policy: Policy | None = None) -> list[
         gaps = [sentence_reasons(ex, an, i, citation=cites[i]) for i in range(len(offsets))]
         by_risk = srisk >= sthr if len(offsets) else np.zeros(0, dtype=bool)
         flagged = by_risk | holds_span
+        found = [len(f) for f in getattr(an, "findings", ())]
+        if decision.flagged and len(found) == len(offsets):
+            # a flagged answer's contradictions are shown where they are
+            flagged = flagged | (np.asarray(found) > 0)
         top = -1
         if decision.flagged and len(offsets) and not flagged.any():
             # the sentence with the most contradiction findings; else the riskiest; for a method that scores
             # whole responses only, the one with most gaps
-            found = [len(f) for f in getattr(an, "findings", ())]
-            if found and max(found) > 0:
-                top = int(np.argmax(found))
-            else:
-                top = int(np.argmax(srisk)) if sent_risks is not None else int(np.argmax([len(g) for g in gaps]))
+            top = int(np.argmax(srisk)) if sent_risks is not None else int(np.argmax([len(g) for g in gaps]))
             flagged[top] = True
         sentences = []
         for i, (s, e) in enumerate(offsets):
             r = float(srisk[i])
             reasons = gaps[i] if gaps[i] or not flagged[i] else [model_risk_reason(r)]
             cite = cites[i]
-            why = "risk" if by_risk[i] else "span" if holds_span[i] else "top" if i == top else "risk"
+            why = ("risk" if by_risk[i] else "span" if holds_span[i] else "top" if i == top
+                   else "finding" if flagged[i] else "risk")
             sentences.append(SentenceResult(i, s, e, ex.output[s:e], r, bool(flagged[i]), cite, tuple(reasons),
                                             explanation_text(bool(flagged[i]), r, sthr, reasons, cite, why=why)))
         out.append(ScoreResult(id=ex.id, risk=risk, flagged=decision.flagged, decision=decision.decision,
