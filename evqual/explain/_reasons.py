@@ -203,7 +203,7 @@ def sentence_reasons(example, analysis, i: int, *, risk: float | None = None, ci
         common = dict(mention=f.mention, evidence=f.evidence, chunk_id=cid, chunk_index=f.chunk,
                       evidence_start=f.ev_start, evidence_end=f.ev_end, start=f.start, end=f.end)
         if f.check == "negation":
-            negated = _CLAIM_NEGATED(output, f.start)
+            negated = _negated_before(output, f.start)
             out.append(_reason("NEGATION_CONFLICT", side="negated" if negated else "affirmed", **common))
         elif f.check == "antonym":
             out.append(_reason("ANTONYM", word=f.mention, opposite=f.evidence, chunk_id=cid, chunk_index=f.chunk,
@@ -279,7 +279,8 @@ _NEG_BEFORE = re.compile(r"\b(?:no|not|never|without|cannot|unable|failed|refuse
                          r"n['\u2019]t\W+(?:\w+\W+){0,2}$", re.IGNORECASE)
 
 
-def _CLAIM_NEGATED(output: str, pos: int) -> bool:  # noqa: N802 - a predicate used like a constant table
+def _negated_before(output: str, pos: int) -> bool:
+    """Whether a negation cue stands within three words before ``pos``."""
     return _NEG_BEFORE.search(output[max(0, pos - 40):pos]) is not None
 
 

@@ -706,7 +706,7 @@ def _check_item(item, ev: EvidenceUnits, claim_words: set, query_words: set, cla
     d = which
     if same_item is not None and same_item.seg == d.seg and len(item.near & same_item.near) >= len(item.near & d.near):
         return None  # the agreeing item sits in the same evidence sentence, as close to the claim's words
-    if item.cls in ("name", "date", "word") and item.key in _segment_words(ev, d.seg):
+    if item.cls in ("name", "date", "word") and d.seg in ev.words.get(item.key, ()):
         return None  # the evidence sentence holds the claim's word too
     if item.cls == "name" and item.key in ev.words and len(item.slot & d.slot) < 3:
         return None  # a name the context has elsewhere: only a close slot match says it was swapped in
@@ -714,10 +714,6 @@ def _check_item(item, ev: EvidenceUnits, claim_words: set, query_words: set, cla
         return None
     b = d
     return Finding(check, item.start, item.end, item.text, b.text, b.chunk, b.start, b.end)
-
-
-def _segment_words(ev, seg) -> set:
-    return {t[3] for t in ev.segments[seg][1]}
 
 
 def _role_check(items, toks, ev: EvidenceUnits):

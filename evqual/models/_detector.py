@@ -91,7 +91,7 @@ def evidence_floors(*frames, min_precision: float = FLOOR_MIN_PRECISION, min_fir
     """
     import pandas as pd
 
-    rows = pd.concat([f for f in frames], ignore_index=True)
+    rows = pd.concat(frames, ignore_index=True)
     out = {}
     tasks = ["*"] + sorted({str(t) for t in rows["task_type"].dropna()}) if "task_type" in rows.columns else ["*"]
     y = rows["label"].astype(int).to_numpy()
