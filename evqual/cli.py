@@ -22,6 +22,13 @@ from .errors import EvqualDataError, MissingDependencyError
 EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_IO = 0, 1, 2, 3
 
 
+def _to_csv(df, out) -> None:
+    """Write ``df`` as CSV with every text field quoted: an id holding a carriage return or a new line
+    (untrusted input) must not split its row for the reader."""
+    import csv
+
+    df.to_csv(out, index=False, quoting=csv.QUOTE_NONNUMERIC)
+
 def _add_limit_options(parser) -> None:
     """--max-output-chars and --max-context-chars, shared by every command that reads answers."""
     from .data import DEFAULT_LIMITS
@@ -291,7 +298,7 @@ def cmd_featurize(args) -> int:
                       file=sys.stderr)
                 return EXIT_USAGE
         else:
-            df.to_csv(out, index=False)
+            _to_csv(df, out)
     except OSError as exc:
         print(f"evqual featurize: error: cannot write {out}: {_why(exc)}", file=sys.stderr)
         return EXIT_IO
@@ -486,7 +493,7 @@ def cmd_predict(args) -> int:
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         if out.suffix.lower() == ".csv":
-            df.to_csv(out, index=False)
+            _to_csv(df, out)
         else:
             df.to_json(out, orient="records", lines=True)
     except OSError as exc:

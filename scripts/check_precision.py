@@ -15,6 +15,7 @@ No model is involved: these are the checks alone.
 Usage::
 
     python scripts/check_precision.py [--pairs DIR] [--data ../shared/data/ragtruth] [--json OUT.json]
+                                      [--entity-backend spacy]
 """
 
 from __future__ import annotations
@@ -28,18 +29,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 # edit types of the development suite that each check is meant to catch
 TARGETS = {"number": ("number",), "unit": ("unit",), "date": ("date",), "negation": ("negation",),
-           "antonym": ("antonym",), "entity": ("entity",), "role": ("role_swap",), "quantifier": ("quantifier",)}
+           "antonym": ("antonym",), "entity": ("entity",), "role": ("role_swap",), "quantifier": ("quantifier",),
+           "field": ("field",)}
 
 
-def _findings(examples):
+def _findings(examples, entity_backend="regex"):
     from evqual.features import EvidenceFeaturizer
 
-    fz = EvidenceFeaturizer(families=["check"]).fit(examples[:1])
+    fz = EvidenceFeaturizer(families=["check"], entity_backend=entity_backend).fit(examples[:1])
     _, analyses = fz.analyze(examples)
     return analyses
 
 
-def suite_table(pairs_dir) -> dict:
+def suite_table(pairs_dir, entity_backend="regex") -> dict:
     from evqual.evaluation import load_pairs, pairs_to_examples
     from evqual.features._checks import CHECKS
 
@@ -47,7 +49,7 @@ def suite_table(pairs_dir) -> dict:
     examples = pairs_to_examples(pairs)
     types = {p["pair"]: p["type"] for p in pairs}
     out = {c: {"faithful": 0, "hallucinated": 0, "targets": 0, "caught": 0} for c in CHECKS}
-    for ex, an in zip(examples, _findings(examples)):
+    for ex, an in zip(examples, _findings(examples, entity_backend)):
         pair, which = ex.id.rsplit("/", 1)
         fired = {f.check for per in an.findings for f in per}
         for c in CHECKS:
@@ -63,12 +65,12 @@ def suite_table(pairs_dir) -> dict:
     return out
 
 
-def ragtruth_table(data) -> dict:
+def ragtruth_table(data, entity_backend="regex") -> dict:
     from evqual.data import load_ragtruth
 
     examples = list(load_ragtruth(data, warn=False).examples)
     stat = defaultdict(lambda: [0, 0, 0])
-    for ex, an in zip(examples, _findings(examples)):
+    for ex, an in zip(examples, _findings(examples, entity_backend)):
         spans = [(s.start, s.end) for s in (ex.spans or ())]
         by_check = defaultdict(list)
         for per in an.findings:
@@ -115,15 +117,17 @@ def main(argv=None) -> int:
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "ragtruth"),
                     help="RAGTruth folder (default: ../shared/data/ragtruth; skipped when absent)")
     ap.add_argument("--json", default=None, help="write the numbers here")
+    ap.add_argument("--entity-backend", choices=["regex", "spacy"], default="regex",
+                    help="spacy: claim units from spaCy's parser (needs the ner extra); default regex (rules)")
     args = ap.parse_args(argv)
     from evqual.errors import EvqualDataError
 
     try:
-        suite = suite_table(args.pairs)
+        suite = suite_table(args.pairs, args.entity_backend)
     except EvqualDataError as exc:
         print(f"check_precision: error: {exc}", file=sys.stderr)
         return 2
-    rag = ragtruth_table(args.data) if Path(args.data).exists() else None
+    rag = ragtruth_table(args.data, args.entity_backend) if Path(args.data).exists() else None
     print(markdown(suite, rag))
     if args.json:
         Path(args.json).write_text(json.dumps({"suite": suite, "ragtruth": rag}, indent=2), encoding="utf-8")

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from evqual.features import EvidenceFeaturizer, list_features
 from evqual.features._checks import CHECKS, EvidenceUnits, claim_checks, split_claims
-from evqual.models._detector import FLOOR_CHECKS, Detector, evidence_floors
+from evqual.models import FLOOR_CHECKS, Detector, evidence_floors
 from evqual.text import split_sentences
 
 
@@ -55,6 +55,78 @@ def test_check_fires_on_the_edit(context, output, check):
 ])
 def test_faithful_paraphrase_is_not_flagged(context, output):
     assert findings(context, output) == []
+
+
+# ---------------------------------------------------------------- noise seen on RAGTruth's grounded answers
+@pytest.mark.parametrize("context, output", [
+    # a capitalised word that starts a list item, a line or a label is not a name
+    (["How to clean an artichoke: 1  Lay the artichoke on its side. 2  Using a knife, cut off the stem."],
+     "To clean an artichoke:\n1. Place the artichoke on its side.\n2. Cut off the stem with a knife."),
+    (["Step 1: Shutoff the water supply valve to the toilet. Step 2: Remove the old flapper."],
+     "First shut off the water supply. 5. Turn the water valve back on and test the toilet."),
+    # "Passage 2" is a reference, not an entity
+    (["Petechia refers to a minor bleed from broken capillary blood vessels."],
+     "Petechiae are caused by minor bleeding from broken capillary blood vessels (Passage 2)."),
+    # a common word the context writes in lower case is not a name when capitalised
+    (["Go to your profile, click on photos and then on albums to find the picture."],
+     "Go to your profile and click on Photos, then Albums, to find the picture."),
+    # money is not compared with a plain number, nor a fraction with a count
+    (["The vinyl chain link fence roll is 3 feet high."], "The vinyl chain link fence roll costs $400."),
+    (["Athens contained approximately 100,000 slaves and this constituted from 1/3 to \u00bd of the total population."],
+     "About 100,000 slaves existed in Athens, which constituted 1/3 to 1/2 of the total population."),
+    # degrees are a unit; Celsius and Fahrenheit are not converted, so not compared
+    (["Roast in the preheated oven for 30 to 45 minutes, shaking the pan every 5 to 7 minutes."],
+     "Preheat the oven to 400\u00b0F (205\u00b0C) and roast in the oven for 30 to 45 minutes."),
+    # negation said in other words: "requires no effort" is "does not require any effort"
+    (["Breathing out requires no effort from your body unless you have a lung disease."],
+     "Breathing out does not require any effort from your body unless you have a lung disease."),
+    (["However, do not use a high pressure hose to clean off the affected area."],
+     "Avoid using a high pressure hose to clean off the affected area."),
+    # a quantifier is compared only next to the same word
+    (["You can contact the court clerk. If a warrant has been issued, you must resolve the matter with the court."],
+     "You can contact the court where the summons was issued to resolve the matter."),
+])
+def test_natural_paraphrases_seen_on_ragtruth_do_not_fire(context, output):
+    assert findings(context, output) == []
+
+
+@pytest.mark.parametrize("context, output, check", [
+    (["The last ferry goes at 5:15 in the afternoon."], "The last ferry goes at 5:15 in the morning.", "number"),
+    (["Beetles survive temperatures as low as minus 20 degrees Celsius."],
+     "Beetles survive temperatures as low as -20\u00b0F.", "unit"),
+    (["The town of Selo began in the 1100s as a trading post."], "The town of Selo began in the 1400s as a trading post.",
+     "date"),
+    (["The bakery is open daily and closed on Mondays for cleaning."],
+     "The bakery is open daily and closed on Sundays for cleaning.", "date"),
+    (["attributes / Outdoor Seating: true", "attributes / Wi Fi: no"],
+     "It offers takeout, and there is no outdoor seating.", "field"),
+    (["attributes / Outdoor Seating: true", "attributes / Wi Fi: no"], "Guests get free WiFi.", "field"),
+    (["pets allowed: false", "refundable: false"], "The fare is fully refundable.", "field"),
+])
+def test_check_fires_on_more_edits(context, output, check):
+    assert check in checks_of(context, output)
+
+
+@pytest.mark.parametrize("context, output", [
+    (["attributes / Wi Fi: no", "attributes / Outdoor Seating: false", "attributes / Alcohol: none",
+      "attributes / Restaurants Take Out: true"], "It offers takeout but has no WiFi, outdoor seating or alcohol."),
+    (["pets allowed: false", "breakfast included: false"], "Pets are not allowed, and breakfast is not included."),
+    (["hours / Monday: Closed", "hours / Sunday: 7:00-15:00"], "It opens Tuesday through Sunday and is closed on Mondays."),
+    (["Preheat the oven to 400\u00b0F."], "Preheat the oven to 400 degrees."),
+])
+def test_record_and_time_paraphrases_do_not_fire(context, output):
+    assert findings(context, output) == []
+
+
+def test_a_name_after_a_record_label_is_still_a_name():
+    ev = EvidenceUnits(["name: Little Fig Bistro", "Note: Keep the receipt."])
+    assert [it.text for it in ev.name_items("little")] == ["Little"]
+    assert ev.name_items("keep") == []
+
+
+def test_a_hyphenated_name_keeps_its_second_part():
+    ctx = ["The Valmoria-Dresthen war ended in 1712 with the Treaty of Orsk."]
+    assert checks_of(ctx, "The Valmoria-Kessel war ended in 1712 with the Treaty of Orsk.") == ["entity"]
 
 
 def test_a_wrong_number_does_not_pass_because_another_passage_holds_it():
@@ -143,16 +215,33 @@ def test_featurizer_has_the_check_family():
 
 
 # ---------------------------------------------------------------- the evidence floor
-def test_evidence_floors_are_smoothed_precisions_kept_only_where_precise():
+def test_evidence_floors_are_posterior_precisions_kept_only_where_precise():
     n = 12
-    train = pd.DataFrame({"label": [1] * 10 + [0] * 2 + [1] * 6 + [0] * 6,
+    train = pd.DataFrame({"label": [1] * 10 + [0] * 2 + [1] * 2 + [0] * 10,
                           "task_type": ["QA"] * n + ["Summary"] * n,
-                          "check.number.v1": [1.0] * 24})
-    val = pd.DataFrame({"label": [1, 0], "task_type": ["QA", "QA"], "check.number.v1": [1.0, 0.0]})
-    floors = evidence_floors(train, val)
-    # QA: 11 hallucinated of 13 fired; Summary: 6 of 12 (below 0.6, no floor); all tasks: 17 of 25
-    assert floors == {"QA:check.number.v1": pytest.approx(12 / 15), "*:check.number.v1": pytest.approx(18 / 27)}
-    assert evidence_floors(train, min_fired=100) == {}
+                          "check.number.v1": [1.0] * 24, "check.unit.v1": [0.0] * 24})
+    val = pd.DataFrame({"label": [1, 0], "task_type": ["QA", "QA"], "check.number.v1": [1.0, 0.0],
+                        "check.unit.v1": [0.0, 0.0]})
+    floors = evidence_floors(train, val, prior=(0.8, 10))
+    # QA: 11 hallucinated of 13 fired; Summary: 2 of 12, below 0.5: an explicit 0 so that "*" does not
+    # stand in; all tasks: 13 of 25; unit never fired: its prior, for every task
+    assert floors == {"QA:check.number.v1": pytest.approx((11 + 8) / 23),
+                      "Summary:check.number.v1": 0.0,
+                      "*:check.number.v1": pytest.approx((13 + 8) / 35),
+                      "*:check.unit.v1": pytest.approx(0.8)}
+    # without a prior, only the data speaks
+    assert evidence_floors(train, val, prior=(0.0, 0.0)) == {
+        "QA:check.number.v1": pytest.approx(11 / 13), "Summary:check.number.v1": 0.0,
+        "*:check.number.v1": pytest.approx(13 / 25)}
+    with pytest.raises(ValueError, match="prior"):
+        evidence_floors(train, prior=(1.5, 10))
+
+
+def test_a_task_where_a_check_is_imprecise_does_not_take_the_all_task_floor():
+    det = Detector("evqual")
+    det.evidence_floor_ = {"*:check.number.v1": 0.7, "Summary:check.number.v1": 0.0}
+    frame = pd.DataFrame({"task_type": ["QA", "Summary", "Mine"], "check.number.v1": [1.0, 1.0, 1.0]})
+    assert det._floor(frame, np.array([0.1, 0.1, 0.1])).tolist() == [0.7, 0.1, 0.7]
 
 
 def test_floor_raises_only_rows_where_a_check_fired_with_the_task_floor_first():
@@ -219,3 +308,112 @@ def test_a_flagged_answer_flags_the_sentence_that_contradicts_the_evidence():
     first = r.sentences[0]
     assert first.flagged and first.reasons[0].code == "DATE_CONFLICT"
     assert first.explanation.startswith("Flagged")
+
+
+def test_findings_do_not_depend_on_the_string_hash_seed():
+    # two evidence numbers aligned equally well: the first in the context is shown, in every process
+    import subprocess
+    import sys
+
+    code = (
+        "from evqual.features._checks import EvidenceUnits, claim_checks\n"
+        "from evqual.text import split_sentences\n"
+        "ctx = ['In ounces, 1 cup of butter weighs 227 grams, while 1 cup of granulated white sugar weighs "
+        "201 grams. Recipes call for cups.']\n"
+        "out = 'Granulated sugar: 1 cup of granulated sugar weighs 200 grams. Brown sugar: 1 cup of brown sugar "
+        "weighs 220 grams.'\n"
+        "_, f = claim_checks(out, split_sentences(out), EvidenceUnits(ctx))\n"
+        "print([(x.mention, x.evidence, x.ev_start) for s in f for x in s])\n")
+    seen = set()
+    for seed in ("1", "2", "3", "4", "5", "6"):
+        env = {"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"}
+        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+        assert res.returncode == 0, res.stderr
+        seen.add(res.stdout)
+    assert len(seen) == 1, seen
+
+
+@pytest.mark.parametrize("level", ["response", "sentence"])
+def test_a_featurizer_fitted_before_a_feature_existed_keeps_its_columns(level):
+    # a model saved before "check.field.v1" was registered: its fitted names lack it, and transform
+    # must give exactly those columns (it used to take today's registry and fail to broadcast)
+    from evqual.data import load_data, sample_path
+
+    examples = load_data(sample_path()).examples[:5]
+    fz = EvidenceFeaturizer(level=level, include_metadata=True).fit(examples)
+    full = pd.DataFrame(fz.transform(examples), columns=fz.get_feature_names_out())
+    dropped = "sent.check.field.v1" if level == "sentence" else "check.field.v1"
+    fz.feature_names_out_ = np.asarray([n for n in fz.feature_names_out_ if n != dropped], dtype=object)
+    fz.n_features_out_ = len(fz.feature_names_out_)
+    got = fz.transform(examples)
+    assert got.shape[1] == fz.n_features_out_
+    np.testing.assert_array_equal(got, full.drop(columns=[dropped]).to_numpy())
+
+
+def test_only_evquals_own_methods_are_floored():
+    # the seeds' baselines are reproduced as described; session 1 floored them too (a bug)
+    from evqual.data import load_sample
+
+    assert Detector("metadata-lr").fit(load_sample()).evidence_floor_ == {}
+    assert Detector("evqual").fit(load_sample()).evidence_floor_  # the prior floors every check at least
+
+
+def test_record_keys_keep_short_camelcase_words_and_match_them_written_apart():
+    from evqual.data import render_structured
+
+    text, _ = render_structured({"attributes": {"WiFi": "no", "OutdoorSeating": True, "HasTV": False},
+                                 "product": "iPhone case"})
+    assert text.splitlines() == ["attributes / WiFi: no", "attributes / Outdoor Seating: true",
+                                 "attributes / Has TV: false", "product: iPhone case"]
+    got = findings(text.splitlines(), "Guests get free Wi-Fi.")
+    assert [(f.check, f.mention, f.evidence) for f in got] == [("field", "Wi-Fi", "attributes / WiFi: no")]
+
+
+def test_noise_a_user_saw_is_gone_from_the_reasons():
+    # issue 9 section 2: "passage 2" is not a claim (no number, entity or novel-phrase reason), inflections
+    # match ("sources"/"source", "opens"/"open"), "Mayor A and Governor B" are two supported names
+    from evqual.models import Detector
+
+    det = Detector.load()
+    ctx = ["Mayor Alice Brown and Governor Tom Reyes opened the new library on Monday.",
+           "The library sources books from local donors and opens at nine."]
+    out = ("According to Passage 2, the library opened by Mayor Alice Brown and Governor Tom Reyes source books "
+           "from local donor. The library open at nine.")
+    r = det.score(query="Who opened the library?", context=ctx, output=out, task_type="QA")
+    codes = [x.code for s in r.sentences for x in s.reasons]
+    assert not {"NUMBER_UNSUPPORTED", "ENTITY_UNSUPPORTED", "NOVEL_PHRASE", "NOVEL_WORDS"} & set(codes), codes
+
+
+def test_spacy_claim_units_cut_coordinated_predicates():
+    from evqual.text import SpacyClaimSplitter, spacy_available
+
+    if not spacy_available():
+        pytest.skip("the ner extra is not installed")
+    text = "The council approved the budget and rejected the stadium plan. The plant opened in 1932, but it " \
+           "closed in 1990."
+    units = SpacyClaimSplitter().split(text, split_sentences(text))
+    assert [text[a:b] for a, b in units] == ["The council approved the budget", "and rejected the stadium plan.",
+                                             "The plant opened in 1932,", "but it closed in 1990."]
+
+
+def test_the_spacy_backend_cuts_claims_with_the_parser_and_says_so():
+    from evqual.data import load_sample
+    from evqual.text import spacy_available
+
+    if not spacy_available():
+        pytest.skip("the ner extra is not installed")
+    examples = load_sample().examples[:8]
+    fz = EvidenceFeaturizer(entity_backend="spacy").fit(examples)
+    assert fz.claim_backend_ == "spacy"
+    assert EvidenceFeaturizer().fit(examples).claim_backend_ == "rules"
+    X = fz.transform(examples)
+    assert X.shape == (8, fz.n_features_out_) and np.isfinite(X).all()
+
+
+def test_claim_checks_use_the_claim_units_given():
+    ev = EvidenceUnits(["The plant opened in 1932 and closed in 1990."])
+    out = "The plant opened in 1932 and closed in 1995."
+    # one unit or two: the wrong year is found either way, and the units bound the slots
+    for spans in (None, [(0, 24), (25, len(out))], [(0, len(out))]):
+        _, found = claim_checks(out, split_sentences(out), ev, "", spans)
+        assert [f.mention for f in found[0]] == ["1995"]

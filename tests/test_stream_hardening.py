@@ -383,8 +383,13 @@ def test_fuzzed_lines_never_stop_the_stream(det, tmp_path_factory, lines, batch)
     records, n_ok, n_bad = run_score(det, path, batch_size=batch)
     check_one_per_line(records, len(lines))
     assert n_ok + n_bad == len(lines)
-    # the loaders agree with the stream on which lines are good
-    good_lines = [n for n, ex, _ in iter_records(path) if ex is not None]
+    # the loaders agree with the stream on which lines are good (a repeated id is bad, E108)
+    seen, good_lines = set(), []
+    for n, ex, _ in iter_records(path):
+        if ex is not None and (ex.id is None or ex.id not in seen):
+            good_lines.append(n)
+        if ex is not None and ex.id is not None:
+            seen.add(ex.id)
     assert good_lines == [r["line"] for r in records if "error" not in r]
 
 
@@ -429,3 +434,29 @@ def test_scoring_api_applies_the_size_caps(det):
         det.score(context=["y" * 30], output="o", limits=Limits(max_context_chars=20))
     r = det.score(context=["c"], output="x" * 200, limits=Limits(max_output_chars=None))
     assert 0.0 <= r.risk <= 1.0
+
+
+def test_score_rejects_a_duplicate_id_as_the_loaders_do(tmp_path, capsys):
+    # `evqual score` kept both lines while `featurize` and the loaders reject the second (E108):
+    # the two disagreed on which lines are good (found by the fuzz test above)
+    line = json.dumps({"id": "a", "query": "When?", "context": ["It opened in 1932."], "output": "It opened in 1932."})
+    src = tmp_path / "in.jsonl"
+    src.write_text(line + "\n" + line + "\n", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    assert main(["score", str(src), "--out", str(out)]) == 1
+    records = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
+    assert [r["line"] for r in records] == [1, 2] and "error" not in records[0]
+    assert records[1]["id"] == "a" and records[1]["issues"][0]["code"] == "E108"
+    assert "line 1" in records[1]["error"]
+
+
+@pytest.mark.parametrize("bad_id", ["0\r", "a\nb", 'q"uote'])
+def test_featurize_csv_keeps_one_row_per_answer_whatever_the_id(tmp_path, bad_id, capsys):
+    # an id with a carriage return was written unquoted and split its row for CSV readers (found by fuzzing)
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"id": bad_id, "query": "When?", "context": ["It opened in 1932."],
+                               "output": "It opened in 1932."}) + "\n", encoding="utf-8")
+    csv_path = tmp_path / "f.csv"
+    assert main(["featurize", "--data", str(src), "--out", str(csv_path), "--no-progress"]) == 0
+    back = pd.read_csv(csv_path, dtype={"id": str}, keep_default_na=False)
+    assert len(back) == 1 and back["id"].tolist() == [bad_id]

@@ -101,9 +101,9 @@ def test_unknown_entity_backend():
 def test_spacy_backend_missing_raises_with_install_hint(monkeypatch):
     import spacy
 
-    from evqual.text import SpacyEntityExtractor
+    from evqual.text import _entities
 
-    monkeypatch.setattr(SpacyEntityExtractor, "_nlp_cache", {})
+    monkeypatch.setattr(_entities, "_NLP_CACHE", {})
 
     def boom(*a, **k):
         raise OSError("[E050] Can't find model")
@@ -133,3 +133,24 @@ def test_numbers_of_any_length_are_normalised_in_linear_time():
     assert normalize_number("000") == "0"
     mentions = extract_numbers("Serial " + "9" * 100_000 + " was issued.")
     assert [len(m.value) for m in mentions] == [100_000]
+
+
+@pytest.mark.parametrize("text, want", [
+    ("Mayor Alice Brown and Governor Tom Reyes opened it.", ["Mayor Alice Brown", "Governor Tom Reyes"]),
+    ("It was signed by Alice Brown and Tom Reyes.", ["Alice Brown", "Tom Reyes"]),
+    ("Shares in Procter and Gamble rose.", ["Procter and Gamble"]),
+    ("According to Passage 2, the Bank of England rose.", ["Bank of England"]),
+    ("See Step 3 and Section 2 for Paris.", ["Paris"]),
+    ("Yesterday Paris was busy.", ["Paris"]),
+    ("Shares of Marks & Spencer rose.", ["Marks & Spencer"]),
+    ("Note: Keep the receipt for Oxfam.", ["Oxfam"]),
+    ("To start:\n2. Preheat the oven in Leeds.", ["Leeds"]),
+    ("New York is big.", ["New York"]),
+    ("It is closed on Mondays and opens in May for Oxfam.", ["Oxfam"]),
+])
+def test_regex_entities_skip_positional_capitals_and_text_parts(text, want):
+    # issue 9: "passage 2" is not a claim, a capitalised first word is not an entity,
+    # "Mayor A and Governor B" are two entities
+    from evqual.text._entities import RegexEntityExtractor
+
+    assert [e.text for e in RegexEntityExtractor().extract(text)] == want

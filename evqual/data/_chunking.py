@@ -45,7 +45,10 @@ happened to be available.
 """
 
 _PASSAGE_RE = re.compile(r"(?im)^[ \t]*passage[ \t]*(\d+)[ \t]*:[ \t]*")
-_CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_CAMEL_RE = re.compile(r"(?<=[A-Za-z0-9][a-z0-9])(?=[A-Z][a-z]{2,})|(?<=[a-z]{2})(?=[A-Z]{2,}(?:$|[^a-z]))")
+"""Where a CamelCase record key splits into words: before a capitalised word of three or more letters
+("OutdoorSeating", "GoodForKids") or a final acronym ("HasTV"), never inside a short brand-like word
+("WiFi", "iPhone", "eBay")."""
 
 
 def derive_query(task_type: str | None, question: str | None = None) -> str:
@@ -64,6 +67,11 @@ def derive_query(task_type: str | None, question: str | None = None) -> str:
 
 
 def _humanize(key: str) -> str:
+    """A record key as words.
+
+    >>> [_humanize(k) for k in ("OutdoorSeating", "WiFi", "iPhone", "HasTV", "RestaurantsPriceRange2", "pets_allowed")]
+    ['Outdoor Seating', 'WiFi', 'iPhone', 'Has TV', 'Restaurants Price Range2', 'pets allowed']
+    """
     return _CAMEL_RE.sub(" ", str(key)).replace("_", " ")
 
 

@@ -31,7 +31,9 @@ code                        raised when (per sentence)
 ``NEGATION_MISMATCH``       the sentence and its nearest chunk disagree on a negation
                             while sharing most of their words
 ``ANTONYM``                 a word whose opposite is in the nearest chunk and it is not
-``FIELD_CONFLICT``          Data2txt: a yes/no field of the record stated the other way
+``FIELD_CONFLICT``          Data2txt: the claim that mentions a yes/no field of the record
+                            states it the other way (the ``field`` check; the evidence is
+                            that record line)
 ``FIELD_NULL``              Data2txt: a field whose value is null is stated
 ``FIELD_ABSENT``            Data2txt: a business attribute the record does not have
 ``REFUSAL_WITH_CONTEXT``    refusal-like wording although the context covers the query
@@ -52,6 +54,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
+from ..features import is_novel, query_stems
 from ..scoring._result import Citation, Reason
 from ..text import STOP_WORDS, extract_numbers
 from ..text._tokens import TOKEN_PATTERN
@@ -153,14 +156,14 @@ def _closest_number(mention, chunk, sentence_values: set):
     return min(cands, key=key)
 
 
-def _novel_runs(output: str, s: int, e: int, vocab, query_vocab):
+def _novel_runs(output: str, s: int, e: int, vocab, query_vocab, stems=frozenset(), q_stems=frozenset()):
     """Runs of consecutive novel content words (stop words inside a run are kept) as (start, end, words)."""
     runs, cur = [], None
     for m in _TOKEN_RE.finditer(output, s, e):
         t = m.group().lower()
         if t in STOP_WORDS:
             continue
-        if t not in vocab and t not in query_vocab:
+        if is_novel(t, vocab, query_vocab, stems, q_stems):
             if cur is None:
                 cur = [m.start(), m.end(), [m.group()]]
             else:
@@ -205,6 +208,9 @@ def sentence_reasons(example, analysis, i: int, *, risk: float | None = None, ci
         if f.check == "negation":
             negated = _negated_before(output, f.start)
             out.append(_reason("NEGATION_CONFLICT", side="negated" if negated else "affirmed", **common))
+        elif f.check == "field":
+            label, _, value = f.evidence.rpartition(": ")
+            out.append(_reason("FIELD_CONFLICT", field=label or f.evidence, value=value.strip().lower(), **common))
         elif f.check == "antonym":
             out.append(_reason("ANTONYM", word=f.mention, opposite=f.evidence, chunk_id=cid, chunk_index=f.chunk,
                                start=f.start, end=f.end, evidence_start=f.ev_start, evidence_end=f.ev_end))
@@ -228,7 +234,8 @@ def sentence_reasons(example, analysis, i: int, *, risk: float | None = None, ci
         out.append(_reason("ENTITY_UNSUPPORTED", mention=ent.text, label=ent.label, start=ent.start, end=ent.end))
     overlaps = _overlap_test([(r.details["start"], r.details["end"]) for r in out if "start" in r.details])
     singles = []
-    for a, b, words in _novel_runs(output, s, e, index.vocab, analysis.query_vocab):
+    for a, b, words in _novel_runs(output, s, e, index.vocab, analysis.query_vocab, index.stem_vocab,
+                                   query_stems(analysis.query_vocab)):
         if overlaps(a, b):
             continue  # already explained as a number or an entity
         if len(words) >= 2:
@@ -319,12 +326,17 @@ def _overlap_test(intervals):
 
 
 def _field_reasons(output, s, e, index) -> list[Reason]:
-    from ..features._structure import KNOWN_ATTRIBUTES, NEGATION_RE, _mentions, _norm, candidate_fields, field_lookup
+    from ..features._structure import (
+        KNOWN_ATTRIBUTES,
+        _mentions,
+        candidate_fields,
+        field_lookup,
+        token_set,
+    )
 
     fields, keys = index.fields
     toks = [t.lower() for t in _TOKEN_RE.findall(output[s:e])]
-    tset = {_norm(t) for t in toks if t not in STOP_WORDS} | set(toks)
-    negated = NEGATION_RE.search(output, s, e) is not None
+    tset = token_set([t for t in toks if t not in STOP_WORDS]) | set(toks)
     out = []
     lookup = index.field_lookup if hasattr(index, "field_lookup") else field_lookup(fields)
     for j in candidate_fields(lookup, tset):
@@ -333,8 +345,8 @@ def _field_reasons(output, s, e, index) -> list[Reason]:
             continue
         if kind == "null":
             out.append(_reason("FIELD_NULL", field=label))
-        elif (kind == "false") != negated:
-            out.append(_reason("FIELD_CONFLICT", field=label, value=kind))
+        # FIELD_CONFLICT comes from the claim-aligned ``field`` check (the claim that mentions the field),
+        # not from a negation anywhere in the sentence
     for key, words in KNOWN_ATTRIBUTES.items():
         if key.lower() not in keys and all(w in tset for w in words):
             out.append(_reason("FIELD_ABSENT", attribute=key))

@@ -13,6 +13,7 @@ families that can be switched on and off.
 from ._analysis import Analysis, SentenceEvidence, analyze, analyze_many
 from ._featurizer import EvidenceFeaturizer, InvalidParameterError, as_examples
 from ._lexical import ECS_WEIGHTS
+from ._novelty import is_novel, query_stems
 from ._registry import (
     CONTENT_FAMILIES,
     FAMILIES,
@@ -28,6 +29,8 @@ from ._surface import REFUSAL_PATTERN, is_refusal
 from ._token_features import TOKEN_FEATURE_NAMES, TokenBlock, token_block
 
 __all__ = [
+    "is_novel",
+    "query_stems",
     "CONTENT_FAMILIES",
     "ECS_WEIGHTS",
     "FAMILIES",

@@ -32,7 +32,7 @@ from ._lexical import (
     support_features,
 )
 from ._similarity import ContextCache, split_tokens
-from ._novelty import negation_response, negation_sentence, novelty_response, novelty_sentence
+from ._novelty import negation_response, negation_sentence, novelty_response, novelty_sentence, query_stems
 from ._structure import structure_response, structure_sentence
 from ._surface import length_response, length_sentence, refusal_response, refusal_sentence, task_features
 
@@ -125,7 +125,7 @@ class Analysis:
         return self.match.novel_tokens[i]
 
 
-def analyze(example, entities, cache: ContextCache | None = None) -> Analysis:
+def analyze(example, entities, cache: ContextCache | None = None, claims=None) -> Analysis:
     """Analyse one example.
 
     Parameters
@@ -136,6 +136,9 @@ def analyze(example, entities, cache: ContextCache | None = None) -> Analysis:
         ``None`` skips the entity family (its features are 0).
     cache : ContextCache, optional
         Re-uses context indexes across examples.
+    claims : list of (start, end), optional
+        Claim units of the output from the spaCy backend; ``None`` cuts
+        claims with the rules backend.
     """
     cache = cache if cache is not None else ContextCache(maxsize=1)
     index = cache.get(example)
@@ -168,9 +171,10 @@ def analyze(example, entities, cache: ContextCache | None = None) -> Analysis:
     fields, field_keys = index.fields
     struct_s = structure_sentence(output, sentences, sent_tokens, fields, field_keys,
                                   index.field_lookup if fields else None)
-    novelty_s = novelty_sentence(sent_tokens, index.vocab, q_set, index.bigrams)
+    novelty_s = novelty_sentence(sent_tokens, index.vocab, q_set, index.bigrams, index.stem_vocab,
+                                 query_stems(q_set))
     negation_s = negation_sentence(output, sentences, sent_tokens, match.nearest, match.recall, index)
-    check_s, findings = claim_checks(output, sentences, index.evidence_units, example.query or "")
+    check_s, findings = claim_checks(output, sentences, index.evidence_units, example.query or "", claims)
 
     response: dict = {}
     cov = coverage_features(out_set, q_set, index.vocab)
@@ -205,8 +209,9 @@ def analyze(example, entities, cache: ContextCache | None = None) -> Analysis:
 
 
 def analyze_many(examples, extractor=None, cache: ContextCache | None = None, progress=None,
-                 batch_size: int = 256):
-    """Analyse examples in order; entities come from ``extractor`` batch by batch."""
+                 batch_size: int = 256, claim_splitter=None):
+    """Analyse examples in order; entities come from ``extractor`` and claim units from ``claim_splitter``
+    (``None``: the rules backend) batch by batch."""
     examples = list(examples)
     cache = cache if cache is not None else ContextCache()
     out = []
@@ -216,8 +221,13 @@ def analyze_many(examples, extractor=None, cache: ContextCache | None = None, pr
             entities = extractor.extract_batch([ex.output for ex in batch])
         else:
             entities = [None] * len(batch)
-        for ex, ents in zip(batch, entities):
-            out.append(analyze(ex, ents, cache))
+        if claim_splitter is not None:
+            outs = [ex.output for ex in batch]
+            claims = claim_splitter.split_batch(outs, [split_sentences(o) for o in outs])
+        else:
+            claims = [None] * len(batch)
+        for ex, ents, cl in zip(batch, entities, claims):
+            out.append(analyze(ex, ents, cache, cl))
         if progress is not None:
             progress(len(out))
     return out

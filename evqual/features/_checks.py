@@ -1,12 +1,15 @@
 """Family ``check``: claims aligned to their evidence, and high-precision contradiction checks.
 
 Each output sentence is cut into **claim units** (clauses and coordinated
-predicates, :func:`split_claims`, backend ``"rules"``); each context chunk into
-sentences.  A checked item of a claim (a number, a date word, a name, a word
-with an antonym, a quantifier, a negated predicate) is **aligned** to the
-evidence by its *slot*: the Snowball stems of the content words around it
-(:data:`WINDOW` words each side, inside its claim unit; inside its sentence for
-the evidence).  Evidence items of the same class are scored by how many slot
+predicates: :func:`split_claims`, backend ``"rules"``, or the dependency parse
+of :class:`evqual.text.SpacyClaimSplitter` when the featurizer's
+``entity_backend`` is ``"spacy"``); each context chunk into sentences.  A
+checked item of a claim (a number, a date word, a name, a word with an
+antonym, a quantifier, a negated predicate, a record field) is **aligned** to
+the evidence by its *slot*: the Snowball stems of the content words around it
+(:data:`WINDOW` words each side; on the right inside its claim unit, on the
+left reaching back into its sentence, so that a coordinated predicate keeps
+its subject; inside its sentence for the evidence).  Evidence items of the same class are scored by how many slot
 stems they share with the claim item, so the check compares a claim with the
 evidence that talks about the same thing, not with the whole context: a wrong
 "32 hours" does not pass because 32 appears in another passage about
@@ -38,6 +41,10 @@ check            the claim item and the aligned evidence item that disagrees
 ``quantifier``   two quantifier or modal words of the same dimension and another
                  scope ("all" vs "some", "always" vs "usually", "must" vs "may",
                  "at least" vs "up to")
+``field``        a yes/no field of a record (a ``label: value`` line, Data2txt)
+                 stated the other way in the claim that mentions it: negated
+                 within three words before the mention when the record says
+                 true, or not negated when it says false/no/none
 ===============  ===================================================================
 
 Numbers, names and dates of the query are not checked as claims.
@@ -74,7 +81,7 @@ from ..text import (
 __all__ = ["CHECKS", "CLAIM_BACKEND", "EvidenceUnits", "Finding", "MIN_SLOT", "WINDOW", "checks_response",
            "claim_checks", "split_claims", "stem"]
 
-CHECKS = ("number", "unit", "date", "negation", "antonym", "entity", "role", "quantifier")
+CHECKS = ("number", "unit", "date", "negation", "antonym", "entity", "role", "quantifier", "field")
 """The checks, in reporting order."""
 
 CLAIM_BACKEND = "rules"
@@ -89,7 +96,10 @@ _SPLIT_RE = re.compile(
     r"|\s+(?=(?:but|whereas)\s)", re.IGNORECASE)
 _NEG_CUES = frozenset({"no", "not", "never", "without", "lacks", "lack", "lacking", "neither", "nor", "cannot",
                        "none", "nobody", "nothing", "unable", "failed", "fails", "fail", "refused", "refuses",
-                       "denied", "denies", "declined", "t", "nt"})
+                       "denied", "denies", "declined", "t", "nt", "avoid", "avoids", "avoided", "avoiding",
+                       "prevent", "prevents", "prevented", "preventing"})
+_HEDGES = frozenset({"if", "unless", "whether", "whereas", "while", "although", "though", "except"})
+_CLAUSE_BREAK = re.compile(r"[,;:()\n.!?\u2013\u2014]")
 _NEG_REACH = 3
 _MONTHS = frozenset(MONTHS) - {"may", "march"}
 _WEEKDAYS = frozenset(WEEKDAYS)
@@ -133,7 +143,7 @@ _GROUPS = {"mg": "mass", "g": "mass", "kg": "mass", "mcg": "mass", "lb": "mass",
            "week": "time", "month": "time", "year": "time", "decade": "time", "%": "ratio", "pt": "ratio",
            "bp": "ratio", "kwh": "energy", "mwh": "energy", "mw": "power", "gw": "power", "kw": "power",
            "w": "power", "acre": "area", "ha": "area", "mph": "speed", "kmh": "speed", "c": "temp", "f": "temp",
-           "tablet": "count", "capsule": "count", "dose": "count", "gb": "data", "tb": "data", "mb": "data"}
+           "tablet": "count", "capsule": "count", "dose": "count", "deg": "temp", "gb": "data", "tb": "data", "mb": "data"}
 _PASSIVE = frozenset({"was", "were", "been", "being", "by"})
 _CURRENCIES = frozenset("$\u20ac\u00a3\u00a5")
 
@@ -142,7 +152,8 @@ _SCOPES = {
     "freq": {"always": "all", "never": "none", "usually": "most", "often": "most", "typically": "most",
              "generally": "most", "mostly": "most", "frequently": "most", "sometimes": "some",
              "occasionally": "some", "rarely": "few", "seldom": "few"},
-    "quant": {"all": "all", "every": "all", "each": "all", "most": "most", "majority": "most",
+    "quant": {"all": "all", "every": "all", "each": "all", "everyone": "all", "everybody": "all",
+              "most": "most", "majority": "most", "nobody": "none",
               "some": "some", "several": "some", "few": "few", "none": "none", "many": "most"},
     "modal": {"must": "must", "required": "must", "mandatory": "must", "shall": "must", "should": "should",
               "recommended": "should", "may": "may", "can": "may", "might": "may", "could": "may",
@@ -160,6 +171,10 @@ _BOUND_FIRST: dict = {}
 for _phrase, _val in sorted(_BOUNDS, key=lambda pv: -len(pv[0])):
     _BOUND_FIRST.setdefault(_phrase.split()[0], []).append((tuple(_phrase.split()), _val))
 _HAS_ANTONYM = frozenset(w for pair in ANTONYM_PAIRS for w in pair if " " not in w)
+_TRIGGERS = frozenset(set(_WORD_VALUES) | set(_SMALL) | _MONTHS | _WEEKDAYS | set(_BOUND_FIRST) | set(_SCOPE_OF)
+                      | _HAS_ANTONYM | {"dozen", "twice"} | {d + "s" for d in _WEEKDAYS})
+"""Lower-case words that can start a checked item (besides capitalised words and predicates)."""
+_DIGIT_RE = re.compile(r"\d")
 
 
 @lru_cache(maxsize=1)
@@ -236,13 +251,29 @@ class _Item:
             start, end, text, chunk, field, seg, pos
 
 
+_CONTENT_STEM: dict = {}
+"""Lower-case word -> its stem when it is a content word, else None (filled as words are met)."""
+
+
+def _content_stem(low: str):
+    got = low not in STOP_WORDS and not low[:1].isdigit() and len(low) > 1 and low not in _WORD_VALUES
+    st = stem(low) if got else None
+    if len(_CONTENT_STEM) < 200_000:
+        _CONTENT_STEM[low] = st
+    return st
+
+
 def _tokens(text: str, start: int, end: int):
+    """``(start, end, word, lower, stem or None)`` of each word of ``text[start:end]``."""
+    cs = _CONTENT_STEM
     toks = []
     for m in _WORD_RE.finditer(text, start, end):
         w = m.group()
         low = w.lower()
-        content = low not in STOP_WORDS and not low[:1].isdigit() and len(low) > 1 and low not in _WORD_VALUES
-        toks.append((m.start(), m.end(), w, low, stem(low) if content else None))
+        st = cs.get(low, 0)
+        if st == 0:
+            st = _content_stem(low)
+        toks.append((m.start(), m.end(), w, low, st))
     return toks
 
 
@@ -321,6 +352,9 @@ def _unit_after(toks, j: int, hi: int):
             return "pt" if j + 1 < hi and toks[j + 1][3] in ("point", "points") else None
         if toks[j][3] in ("per", "a") and j + 1 < hi:  # "per cent", "a day" keep the plain reading
             return "%" if toks[j + 1][3] == "cent" else None
+        if toks[j][3] in ("degree", "degrees"):
+            nxt = toks[j + 1][3] if j + 1 < hi else ""
+            return "c" if nxt in ("celsius", "c", "centigrade") else "f" if nxt in ("fahrenheit", "f") else "deg"
         return u
     return None
 
@@ -334,12 +368,41 @@ def _negated(toks, j: int, lo: int) -> bool:
     return False
 
 
-_MARKER_AFTER = re.compile(r"(?:[.)]\s+|\s{2,}|\s*[-\u2013:]\s+)[A-Z\"'\u201c]")
+_NOT_NAMES = frozenset({"passage", "passages", "step", "steps", "section", "sections", "figure", "table",
+                        "answer", "note", "source", "sources", "document", "documents", "context", "question",
+                        "option", "part", "chapter", "item", "items", "example", "summary", "overview"})
+"""Capitalised words that name a place in the text or the task, never an entity ("Passage 2", "Step 3")."""
+_CAP_AFTER = frozenset(".!?:;(*\u2022\n\"\u201c[|>#")
+_DASHES = frozenset("-\u2013\u2014")
+
+
+def _positional_cap(text: str, toks, j: int, first: bool, field: bool = False) -> bool:
+    """True when token ``j`` is capitalised by its position, not because it is a name: the first word of
+    a sentence, a line, a list item ("2. Preheat", "1  Lay", "* Check"), a bracket or a label ("Note: Keep")."""
+    a = toks[j][0]
+    if j == 0:
+        if first:
+            return True
+        gap = text[max(0, a - 3):a]
+    else:
+        gap = text[toks[j - 1][1]:a]
+        prev = toks[j - 1][3]
+        if prev.isdigit() and len(prev) <= 2 and (gap.strip() in (".", ")") or "  " in gap):
+            return True  # a list marker before it
+    if field and gap.strip() == ":":
+        return False  # a record's value after its label ("name: Little Fig Bistro")
+    if any(c in _CAP_AFTER for c in gap):
+        return True
+    return any(c in _DASHES for c in gap) and any(c.isspace() for c in gap)  # a dash bullet, not "Jean-Paul"
+
+
+_MARKER_AFTER = re.compile(r"(?:[.)]\s+|\s{2,}|\s*[-\u2013:]\s+)[A-Z\"'\u201c$\u00a3\u20ac]")
+_FRACTIONS = frozenset("\u00bc\u00bd\u00be\u2153\u2154")
 
 
 def _is_list_marker(text: str, a: int, b: int, toks, j: int) -> bool:
     """A small integer numbering a list item or step ("4. Thread the string", "2  Tie", "step 3")."""
-    digits = text[a:b]
+    digits = text[a:b].strip()
     if not digits.isdigit() or len(digits) > 2:
         return False
     if j > 0 and toks[j - 1][3] in ("step", "tep", "no", "item", "part", "phase", "stage", "passage"):
@@ -369,6 +432,27 @@ def _negations(text: str, toks) -> set:
     return neg_pos
 
 
+def _clause_marked(text: str, toks) -> set:
+    """Indices of the tokens whose clause holds a negation cue or a hedge ("if", "unless", "whereas"):
+    their polarity is not a plain affirmation, so they never count as the affirmed side of a conflict."""
+    out: set = set()
+    clause: list = []
+    marked = False
+    prev_end = None
+    for i, t in enumerate(toks):
+        if prev_end is not None and _CLAUSE_BREAK.search(text, prev_end, t[0]):
+            if marked:
+                out.update(clause)
+            clause, marked = [], False
+        clause.append(i)
+        if t[3] in _NEG_CUES or t[3] in _HEDGES:
+            marked = True
+        prev_end = t[1]
+    if marked:
+        out.update(clause)
+    return out
+
+
 def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int = -1, seg: int = 0,
                    field: bool = False, neg_stems=None, toks=None, neg_pos=None):
     """The checkable items of ``text[start:end]`` (a claim unit or an evidence sentence).
@@ -386,27 +470,47 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
     items = []
     # numbers (digits through extract_numbers, then number words)
     taken = set()
+    marked = None
     starts = [t[0] for t in toks]
-    for m in extract_numbers(text[start:end]):
+    for m in (extract_numbers(text[start:end]) if _DIGIT_RE.search(text, start, end) else ()):
         a, b = start + m.start, start + m.end
         lo_j = bisect.bisect_left(starts, a)
         hi_j = lo_j
         while hi_j < n and toks[hi_j][1] <= b:
             hi_j += 1
+        if hi_j == lo_j and lo_j < n and toks[lo_j][0] == a and text[b:b + 1] == "s":
+            hi_j += 1  # "1400s": the word runs past the number
         if hi_j == lo_j:
             continue
         taken.update(range(lo_j, hi_j))
         if _is_list_marker(text, a, b, toks, lo_j):
             continue
+        if text[a - 1:a] == "/" or text[b:b + 1] == "/" or text[b:b + 1] in _FRACTIONS:
+            continue  # a fraction ("1/3", "2\u00bd"), not a count
         kind = m.unit if m.unit else ""
-        if not kind and m.text.isdigit() and len(m.text) == 4 and 1500 <= int(m.text) <= 2100:
-            kind = "year"
+        key = m.value
+        if not kind and m.text.isdigit() and len(m.text) == 4 and (
+                1500 <= int(m.text) <= 2100 or (text[b:b + 1] == "s" and m.text.endswith("0"))):
+            kind = "year"  # a year, or a decade or century ("the 1400s")
+        if kind == "time" and hi_j + 2 < n and toks[hi_j][3] in ("in", "at") and key[1:].split(":")[0].isdigit():
+            part = toks[hi_j + 2][3] if toks[hi_j + 1][3] == "the" else toks[hi_j + 1][3]
+            hour = int(key[1:].split(":")[0])
+            if part in ("afternoon", "evening", "night") and hour < 12:
+                key = f"t{hour + 12}:{key.split(':', 1)[1]}" if ":" in key else key
+        if not kind and (text[a - 1:a] in ("-", "\u2212") and not text[a - 2:a - 1].isalnum()
+                         or (lo_j and toks[lo_j - 1][3] == "minus")):
+            key = "-" + key  # "-20", "minus 20"
         unit = "%" if kind == "%" else _unit_after(toks, hi_j, n)
+        if unit is None and text[b:b + 1] == "\u00b0":
+            unit = "f" if text[b + 1:b + 2] == "F" else "c" if text[b + 1:b + 2] == "C" else "deg"
         approx = any(toks[k][3] in _APPROX for k in range(max(0, lo_j - 2), lo_j))
-        items.append(_Item("number", m.value, (kind, unit, approx), _slot(toks, 0, n, lo_j, hi_j), a, b,
+        items.append(_Item("number", key, (kind, unit, approx), _slot(toks, 0, n, lo_j, hi_j), a, b,
                            text[a:b], chunk, field, seg, lo_j))
     covered = set()
     for j, (a, b, w, low, st) in enumerate(toks):
+        if low not in _TRIGGERS and not w[0].isupper() and (
+                neg_stems is None or st is None or (j not in neg_pos and st not in neg_stems)):
+            continue  # most words: nothing to check
         if j in taken:
             continue
         if low in _WORD_VALUES or low in _SMALL:
@@ -419,14 +523,16 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
                 items.append(_Item("number", v, ("", _unit_after(toks, k, n), approx), _slot(toks, 0, n, j, k),
                                    a, b, text[a:b], chunk, field, seg, j))
                 continue
+        if low[-1:] == "s" and low[:-1] in _WEEKDAYS:
+            low = low[:-1]  # "on Mondays"
         if low in _MONTHS or low in _WEEKDAYS or (
                 low in ("may", "march") and w[0].isupper() and j > 0
                 and ((toks[j - 1][3][:1].isdigit()) or (j + 1 < n and toks[j + 1][3][:1].isdigit()))):
             items.append(_Item("date", low, "weekday" if low in _WEEKDAYS else "month", _slot(toks, 0, n, j, j + 1),
                                a, b, w, chunk, field, seg, j))
             continue
-        if w[:1].isupper() and st is not None:
-            if not (j == 0 and first) or any(c.isupper() for c in w[1:]):
+        if w[:1].isupper() and st is not None and low not in _NOT_NAMES:
+            if any(c.isupper() for c in w[1:]) or not _positional_cap(text, toks, j, first, field):
                 items.append(_Item("name", low, None, _slot(toks, 0, n, j, j + 1), a, b, w, chunk, field, seg, j))
         if low in _BOUND_FIRST and j not in covered:
             for words, val in _BOUND_FIRST[low]:
@@ -445,7 +551,7 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
                     break
         if low in _SCOPE_OF and j not in covered:
             dim, val = _SCOPE_OF[low]
-            if not (low in ("may", "can") and j == 0):
+            if not (low in ("may", "can") and j == 0) and not (j and toks[j - 1][3] in _NEG_CUES):
                 items.append(_Item("scope", (dim, val), low, _slot(toks, 0, n, j, j + 1), a, b, w, chunk, field,
                                    seg, j))
         if low in _HAS_ANTONYM:
@@ -453,16 +559,20 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
         if neg_stems is not None and st is not None and j > 0 and not w[:1].isupper():
             neg = j in neg_pos
             if neg or st in neg_stems:
-                items.append(_Item("pred", st, neg, _slot(toks, 0, n, j, j + 1), a, b, w, chunk, field, seg, j))
+                if marked is None:
+                    marked = _clause_marked(text, toks)
+                items.append(_Item("pred", st, (neg, j in marked), _slot(toks, 0, n, j, j + 1), a, b, w, chunk,
+                                   field, seg, j))
     return items, toks, neg_pos
 
 
 class EvidenceUnits:
     """The context cut into evidence sentences, with their checkable items (built once per context).
 
-    Every sentence is tokenized up front (stems, negations, an index from stems
-    to sentences); a sentence's items are made the first time a claim shares
-    words with it, so the cost follows what the answers talk about.  Which
+    Every sentence's words are indexed up front (stems and words to sentences,
+    negated stems); a sentence is tokenized with offsets and its items made
+    the first time a claim shares words with it, so the cost follows what the
+    answers talk about.  Which
     sentences a claim is compared with depends only on the claim and the
     context: at least :data:`MIN_SLOT` shared stems (one for a record line).
 
@@ -473,48 +583,86 @@ class EvidenceUnits:
 
     def __init__(self, chunk_texts):
         self.chunk_texts = list(chunk_texts)
-        self.segments: list = []
-        self.neg_pos: list = []
+        self.spans: list = []
         self.fields: list = []
         self.neg_stems: set = set()
+        self._toks: dict = {}
+        self._neg: dict = {}
+        self._record = None
         postings: dict = {}
         words: dict = {}
-        preds: dict = {}
+        lower: set = set()
+        cs = _CONTENT_STEM
         for k, text in enumerate(self.chunk_texts):
             field = _FIELD_RE.match(text) is not None and ". " not in text and len(text) < 300
             for s, e in split_sentences(text):
-                seg = len(self.segments)
-                toks = _tokens(text, s, e)
-                neg_pos = _negations(text, toks)
-                self.segments.append((k, toks))
-                self.neg_pos.append(neg_pos)
+                seg = len(self.spans)
+                self.spans.append((k, s, e))
                 self.fields.append(field)
-                for j, t in enumerate(toks):
-                    st = t[4]
+                seen = set(_WORD_RE.findall(text, s, e))
+                lows = set()
+                for w in seen:
+                    low = w.lower()
+                    if low == w:
+                        lower.add(low)
+                    lows.add(low)
+                for low in lows:
+                    words.setdefault(low, set()).add(seg)
+                    st = cs.get(low, 0)
+                    if st == 0:
+                        st = _content_stem(low)
                     if st is not None:
                         postings.setdefault(st, set()).add(seg)
-                        if j:
-                            preds.setdefault(st, []).append((seg, j))
-                            if j in neg_pos:
-                                self.neg_stems.add(st)
-                    words.setdefault(t[3], set()).add(seg)
+                if not lows.isdisjoint(_NEG_CUES) or "free" in lows:
+                    toks = self.tokens(seg)
+                    self.neg_stems.update(toks[j][4] for j in self.negated(seg) if j)
         self.postings = postings
+        """Stem -> evidence sentences holding it."""
         self.words = words
-        self.preds = preds
+        """Lower-case word -> evidence sentences holding it."""
+        self.lower = lower
+        """Words the context writes in lower case somewhere: a capitalised one of them is not a name."""
         self._seg_items: dict = {}
         self._pred_items: dict = {}
+        self._marked: dict = {}
+
+    @property
+    def record(self) -> tuple:
+        """``(fields, lookup)`` of the context's yes/no record fields: each field as
+        ``(chunk, label, kind, phrase, joined)`` (see :func:`evqual.features._structure.parse_fields`)."""
+        got = self._record
+        if got is None:
+            got = self._record = _record_fields(self.chunk_texts)
+        return got
+
+    def tokens(self, seg: int) -> list:
+        """The words of evidence sentence ``seg`` as ``(start, end, word, lower, stem)`` (made on first use)."""
+        got = self._toks.get(seg)
+        if got is None:
+            k, s, e = self.spans[seg]
+            got = self._toks[seg] = _tokens(self.chunk_texts[k], s, e)
+        return got
+
+    def negated(self, seg: int) -> set:
+        """Indices of the words of evidence sentence ``seg`` that a negation cue negates."""
+        got = self._neg.get(seg)
+        if got is None:
+            k = self.spans[seg][0]
+            got = self._neg[seg] = _negations(self.chunk_texts[k], self.tokens(seg))
+        return got
 
     def segment_items(self, seg: int) -> tuple:
         """``(items, index)`` of evidence sentence ``seg``: its items and ``(class, stem) -> items``."""
         got = self._seg_items.get(seg)
         if got is not None:
             return got
-        k, toks = self.segments[seg]
+        k = self.spans[seg][0]
+        toks = self.tokens(seg)
         text = self.chunk_texts[k]
         field = self.fields[seg]
         s, e = (toks[0][0], toks[-1][1]) if toks else (0, 0)
         items, _, _ = _segment_items(text, s, e, first=True, chunk=k, seg=seg, field=field, toks=toks,
-                                     neg_pos=self.neg_pos[seg])
+                                     neg_pos=self.negated(seg))
         label_unit = None
         if field:
             label = text.split(": ", 1)[0].lower()
@@ -544,11 +692,15 @@ class EvidenceUnits:
         counts: dict = {}
         cls = item.cls
         if cls == "pred":
-            for seg, j in self.preds.get(item.key, ()):
-                it = self.pred_item(seg, j)
-                shared = len(item.slot & it.slot)
-                if shared:
-                    counts[it] = shared
+            key = item.key
+            for seg in sorted(self.postings.get(key, ())):
+                toks = self.tokens(seg)
+                for j in range(1, len(toks)):
+                    if toks[j][4] == key:
+                        it = self.pred_item(seg, j)
+                        shared = len(item.slot & it.slot)
+                        if shared:
+                            counts[it] = shared
             return counts
         if segs is None:
             segs = self.sentences_for(item.slot)
@@ -570,12 +722,91 @@ class EvidenceUnits:
         """The predicate item of word ``j`` of evidence sentence ``seg`` (made on first use)."""
         got = self._pred_items.get((seg, j))
         if got is None:
-            k, toks = self.segments[seg]
+            k = self.spans[seg][0]
+            toks = self.tokens(seg)
             a, b, w, _, st = toks[j]
-            got = self._pred_items[(seg, j)] = _Item("pred", st, j in self.neg_pos[seg],
+            marked = self._marked.get(seg)
+            if marked is None:
+                marked = self._marked[seg] = _clause_marked(self.chunk_texts[k], toks)
+            got = self._pred_items[(seg, j)] = _Item("pred", st, (j in self.negated(seg), j in marked),
                                                       _slot(toks, 0, len(toks), j, j + 1), a, b, w, k, False, seg, j)
         return got
 
+
+
+def _record_fields(chunk_texts) -> tuple:
+    from ._structure import field_lookup, parse_fields
+
+    fields = []
+    for k, text in enumerate(chunk_texts):
+        if ": " not in text or "; " in text or len(text) > 300:
+            continue
+        got, _ = parse_fields([text])
+        fields.extend((k,) + f for f in got)
+    return fields, field_lookup([f[1:] for f in fields]) if fields else {}
+
+
+_COPULA = frozenset({"is", "are", "was", "were", "be", "isn", "aren", "wasn", "weren", "does", "do", "did",
+                     "doesn", "don", "didn", "s"})
+
+
+def _locate(word: str, lows, norms):
+    """``(first, last)`` token positions of ``word`` in a claim: one token, or two written apart ("Wi-Fi")."""
+    for q in range(len(lows)):
+        if lows[q] == word or norms[q] == word:
+            return q, q
+    for q in range(len(lows) - 1):
+        if lows[q] + lows[q + 1] == word:
+            return q, q + 1
+    return None
+
+
+def _field_check(text: str, toks, ev: EvidenceUnits) -> list:
+    """Findings of the ``field`` check for one claim: a yes/no record field stated the other way."""
+    fields, lookup = ev.record
+    if not fields:
+        return []
+    from ._structure import _norm, candidate_fields, token_set
+
+    lows = [t[3] for t in toks]
+    norms = [_norm(w) for w in lows]
+    tset = token_set(lows)
+    out = []
+    for j in candidate_fields(lookup, tset):
+        k, label, kind, phrase, joined = fields[j]
+        if kind == "null":
+            continue
+        if phrase and all(t in tset for t in phrase):
+            got = _locate(phrase[0], lows, norms)
+            if got is None:
+                continue
+            pos, last = got
+            while last + 1 < len(toks) and (norms[last + 1] in phrase or lows[last + 1] in phrase):
+                last += 1
+        elif joined and joined in tset:
+            got = _locate(joined, lows, norms)
+            if got is None:
+                continue
+            pos, last = got
+        else:
+            continue
+        negated = any(lows[q] in _NEG_CUES or lows[q] == "non" for q in range(max(0, pos - 3), pos))
+        if not negated:  # "no WiFi, outdoor seating or alcohol": one cue over a list
+            cue = max((q for q in range(pos) if lows[q] in _NEG_CUES), default=None)
+            negated = cue is not None and any(lows[q] in ("or", "nor") for q in range(cue, pos))
+        if not negated:  # "pets are not allowed", "breakfast isn't included"
+            q = last + 1
+            while q < len(toks) and lows[q] in _COPULA:
+                q += 1
+            negated = q > last + 1 and q < len(toks) and lows[q] in _NEG_CUES
+        if last + 1 < len(toks) and lows[last + 1] == "free" and "free" not in phrase and joined != "wifi":
+            negated = True  # "smoke-free"
+        if negated == (kind == "false"):
+            continue
+        line = ev.chunk_texts[k]
+        out.append(Finding("field", toks[pos][0], toks[last][1], text[toks[pos][0]:toks[last][1]],
+                           line.strip(), k, 0, len(line)))
+    return out
 
 
 def _number_same(a, b) -> str | None:
@@ -587,6 +818,8 @@ def _number_same(a, b) -> str | None:
             return "skip"
     elif cur_a and cur_b:
         pass
+    elif cur_a != cur_b:
+        return "skip"  # money against a plain number
     elif (ka == "year") != (kb == "year"):
         return "skip"
     elif ka in ("%",) and kb not in ("%",) and ub not in ("pt", "bp", "%"):
@@ -596,13 +829,16 @@ def _number_same(a, b) -> str | None:
     if a.key == b.key:
         if cur_a and cur_b and ka != kb:
             return "unit"
-        if ua and ub and ua != ub and _GROUPS.get(ua) == _GROUPS.get(ub) and _GROUPS.get(ua):
+        if ua and ub and ua != ub and _GROUPS.get(ua) == _GROUPS.get(ub) and _GROUPS.get(ua) \
+                and "deg" not in (ua, ub):  # "400 degrees" may be Fahrenheit or Celsius
             return "unit"
         if (ka == "%") != (kb == "%") and (ua in ("pt", "bp") or ub in ("pt", "bp")):
             return "unit"
         return None
     if ua and ub and _GROUPS.get(ua) != _GROUPS.get(ub):
         return "skip"
+    if ua and ub and ua != ub and not (ua in _BASE and ub in _BASE) and "deg" not in (ua, ub):
+        return "skip"  # units we do not convert (Celsius and Fahrenheit, months and days)
     if ua in _BASE and ub in _BASE and ua != ub:
         try:
             x, y = float(a.key) * _BASE[ua], float(b.key) * _BASE[ub]
@@ -654,17 +890,23 @@ def _disagrees(a, b) -> str | None:
     if cls == "pred":
         if a.key != b.key:
             return "skip"
-        return None if a.info == b.info else "negation"
+        (sa, la), (sb, lb) = a.info, b.info
+        if (sa and not lb) or (sb and not la):
+            return "negation"  # negated on one side, plainly affirmed on the other
+        return None if sa == sb else "skip"
     return "skip"
 
 
-def _check_item(item, ev: EvidenceUnits, claim_words: set, query_words: set, claim_values=frozenset(), segs=None):
+def _check_item(item, ev: EvidenceUnits, claim_words: set, query_words: set, claim_values=frozenset(), segs=None,
+                out_lower=frozenset()):
     """The finding for one claim item, or None."""
+    if item.cls == "name" and (item.key in ev.lower or item.key in out_lower):
+        return None  # a common word capitalised ("Photos", "Insurance"), not a name
     if item.cls in ("number", "name", "date") and item.text.lower() in query_words and item.cls != "number":
         return None
     if item.cls == "number" and item.key in query_words:
         return None
-    if item.cls == "pred" and not item.info and item.key not in ev.neg_stems:
+    if item.cls == "pred" and not item.info[0] and item.key not in ev.neg_stems:
         return None
     cands = ev.candidates(item, segs)
     if not cands:
@@ -672,6 +914,8 @@ def _check_item(item, ev: EvidenceUnits, claim_words: set, query_words: set, cla
     best_same, same_item, best_diff, which, check = 0, None, 0, None, None
     for iid, shared in cands.items():
         b = iid
+        if item.cls == "name" and (b.key in ev.lower or b.key in out_lower):
+            continue
         verdict = _disagrees(item, b)
         if verdict == "skip":
             continue
@@ -685,7 +929,8 @@ def _check_item(item, ev: EvidenceUnits, claim_words: set, query_words: set, cla
         if item.cls == "number" and item.info[1] is not None and item.info[1] == b.info[1]:
             score += 1
         if verdict is None:
-            if score > best_same:
+            if score > best_same or (score == best_same and same_item is not None
+                                     and (b.seg, b.start) < (same_item.seg, same_item.start)):
                 best_same, same_item = score, b
             continue
         if item.cls == "name" and b.key in claim_words:
@@ -696,11 +941,15 @@ def _check_item(item, ev: EvidenceUnits, claim_words: set, query_words: set, cla
             continue  # the claim states that value too
         if not labelled:
             continue
+        if verdict in ("quantifier", "antonym") and not b.field and not (item.near & b.near) \
+                and not (item.cls == "scope" and item.key[0] == "bound"):
+            continue  # a scope or opposite word only counts next to the same word
         need = 1 if b.field and item.cls in ("number", "date") else 3 if item.cls == "pred" else MIN_SLOT
         if shared < need:
             continue
-        if score > best_diff:
-            best_diff, which, check = score, b, verdict
+        if score > best_diff or (score == best_diff and which is not None
+                                 and (b.seg, b.start) < (which.seg, which.start)):
+            best_diff, which, check = score, b, verdict  # ties: the first in the context, whatever the set order
     if which is None or best_diff <= best_same:
         return None
     d = which
@@ -708,6 +957,8 @@ def _check_item(item, ev: EvidenceUnits, claim_words: set, query_words: set, cla
         return None  # the agreeing item sits in the same evidence sentence, as close to the claim's words
     if item.cls in ("name", "date", "word") and d.seg in ev.words.get(item.key, ()):
         return None  # the evidence sentence holds the claim's word too
+    if item.cls == "date" and any(ev.fields[g] for g in ev.words.get(item.key, ())):
+        return None  # a record has a line for that day or month ("Sunday: 7:00-15:00")
     if item.cls == "name" and item.key in ev.words and len(item.slot & d.slot) < 3:
         return None  # a name the context has elsewhere: only a close slot match says it was swapped in
     if item.cls == "pred" and len(item.slot) < 3:
@@ -738,7 +989,7 @@ def _role_check(items, toks, ev: EvidenceUnits):
                 ea = segs_a.get(eb.seg)
                 if ea is None:
                     continue
-                etoks = ev.segments[eb.seg][1]
+                etoks = ev.tokens(eb.seg)
                 lo, hi = sorted((ea.pos, eb.pos))
                 between_e = etoks[lo + 1:hi]
                 if len(between_e) > 6 or any(t[3] in _PASSIVE for t in between_e + between_c):
@@ -767,7 +1018,7 @@ def _query_words(query: str) -> frozenset:
     return frozenset(words)
 
 
-def claim_checks(output: str, sentences, ev: EvidenceUnits, query: str = "") -> tuple[dict, list]:
+def claim_checks(output: str, sentences, ev: EvidenceUnits, query: str = "", claim_spans=None) -> tuple[dict, list]:
     """Per-sentence check counts (``sent.check.*``) and each sentence's findings.
 
     Parameters
@@ -779,6 +1030,10 @@ def claim_checks(output: str, sentences, ev: EvidenceUnits, query: str = "") -> 
         The context's evidence items.
     query : str
         Numbers, names and dates of the query are not checked.
+    claim_spans : list of (start, end), optional
+        The output's claim units from another backend
+        (:class:`evqual.text.SpacyClaimSplitter`); by default each sentence is
+        cut with :func:`split_claims` (backend ``"rules"``).
 
     Returns
     -------
@@ -791,18 +1046,27 @@ def claim_checks(output: str, sentences, ev: EvidenceUnits, query: str = "") -> 
     counts = {c: np.zeros(n) for c in CHECKS}
     findings: list[list[Finding]] = [[] for _ in range(n)]
     qw = _query_words(query or "")
-    out_words = {w.lower() for w in _WORD_RE.findall(output)}
+    out_tokens = _WORD_RE.findall(output)
+    out_words = {w.lower() for w in out_tokens}
+    out_lower = {w for w in out_tokens if w.islower()}
     for i, (s, e) in enumerate(sentences):
         seen = set()
-        for a, b in split_claims(output, s, e):
-            items, toks, _ = _segment_items(output, a, b, first=(a == s), neg_stems=ev.neg_stems)
+        units = split_claims(output, s, e) if claim_spans is None else \
+            [(max(a, s), min(b, e)) for a, b in claim_spans if a < e and b > s] or [(s, e)]
+        for a, b in units:
+            # a unit's items, with slots that reach back into the sentence on the left (a coordinated
+            # predicate keeps its subject: "... and closed in 1995") but stop at the unit's end
+            items, toks, _ = _segment_items(output, s, b, first=True, neg_stems=ev.neg_stems)
+            if a > s:
+                items = [it for it in items if it.start >= a]
             claim_words = {t[3] for t in toks} | out_words
             values = {it.key for it in items if it.cls == "number"}
             segs = ev.sentences_for({t[4] for t in toks if t[4] is not None}) if items else []
-            found = [_check_item(it, ev, claim_words, qw, values, segs) for it in items]
+            found = [_check_item(it, ev, claim_words, qw, values, segs, out_lower) for it in items]
             found.append(_role_check(items, toks, ev))
+            found.extend(_field_check(output, toks, ev))
             for f in found:
-                if f is None:
+                if f is None or f.start < a:
                     continue
                 key = (f.check, f.start)
                 if key in seen or any(g.start <= f.start < g.end for g in findings[i]):

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 import numpy as np
@@ -20,12 +21,18 @@ from ..text import extract_numbers
 from ._similarity import split_tokens
 
 
+_REFERENCE_RE = re.compile(r"\b(?:passages?|steps?|sections?|figures?|tables?|chapters?|options?|items?|parts?|"
+                           r"pages?|paragraphs?|documents?|sources?|answers?|questions?|points?|#)\s*$",
+                           re.IGNORECASE)
+
+
 def sentence_numbers(output: str, sentences, index, query_values=frozenset()):
     """Per sentence: (mentions, unsupported mentions).
 
-    A number the query states is not unsupported (the answer repeats the question).
+    A number the query states is not unsupported (the answer repeats the question), and a reference to a
+    part of the text ("passage 2", "Step 3", "section 4.1") is not a number claim at all.
     """
-    mentions = extract_numbers(output)
+    mentions = [m for m in extract_numbers(output) if not _REFERENCE_RE.search(output, max(0, m.start - 12), m.start)]
     per = [[] for _ in sentences]
     _assign(mentions, sentences, per)
     unsup = [[m for m in ms if m.value not in index.numbers and m.value not in query_values] for ms in per]

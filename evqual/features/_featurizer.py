@@ -8,7 +8,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..data import Example, LoadResult, make_example
 from ..data._targets import response_label, sentence_targets
-from ..text import ENTITY_BACKENDS, make_entity_extractor
+from ..text import ENTITY_BACKENDS, SpacyClaimSplitter, make_entity_extractor
 from ._analysis import analyze_many
 from ._registry import CONTENT_FAMILIES, META_NUMERIC, list_features, meta_feature_name
 from ._similarity import ContextCache
@@ -142,9 +142,11 @@ class EvidenceFeaturizer(TransformerMixin, BaseEstimator):
         ``meta.temperature_missing.v1``.  Off by default so that models stay
         content-only.
     entity_backend : {"regex", "spacy"}, default="regex"
-        Entity extractor.  ``"spacy"`` needs the ``ner`` extra
-        (``pip install "evqual[ner]"``) and raises if it is missing; evqual
-        never switches backends silently.
+        Entity extractor, and how the ``check`` family cuts claim units:
+        ``"regex"`` uses the rule-based claim splitter, ``"spacy"`` spaCy's
+        NER and dependency parse (:class:`evqual.text.SpacyClaimSplitter`).
+        ``"spacy"`` needs the ``ner`` extra (``pip install "evqual[ner]"``)
+        and raises if it is missing; evqual never switches backends silently.
 
     Attributes
     ----------
@@ -156,6 +158,8 @@ class EvidenceFeaturizer(TransformerMixin, BaseEstimator):
         (empty lists unless ``include_metadata``).
     entity_backend_ : str
         The backend used, recorded for saved models.
+    claim_backend_ : str
+        ``"spacy"`` or ``"rules"``: follows ``entity_backend_``.
 
     Examples
     --------
@@ -251,7 +255,16 @@ class EvidenceFeaturizer(TransformerMixin, BaseEstimator):
         # a feature's value never depends on which other families are selected
         needs_entities = "entity" in self.families_ or "chain" in self.families_
         extractor = make_entity_extractor(self.entity_backend_) if needs_entities else None
-        return examples, analyze_many(examples, extractor, ContextCache(), progress)
+        splitter = SpacyClaimSplitter() if self.claim_backend_ == "spacy" and "check" in self.families_ else None
+        return examples, analyze_many(examples, extractor, ContextCache(), progress, claim_splitter=splitter)
+
+    @property
+    def claim_backend_(self) -> str:
+        """How claim units are cut for the ``check`` family: ``"spacy"`` (the parser of the ``ner``
+        extra) with ``entity_backend="spacy"``, else ``"rules"``; recorded in a model with the entity
+        backend."""
+        check_is_fitted(self, "entity_backend_")
+        return "spacy" if self.entity_backend_ == "spacy" else "rules"
 
     def transform(self, X):
         """Feature matrix, one row per example (or per sentence).
@@ -270,7 +283,9 @@ class EvidenceFeaturizer(TransformerMixin, BaseEstimator):
 
     def _assemble(self, examples, analyses) -> np.ndarray:
         names = list(self.feature_names_out_)
-        static = list_features(self.level, self.families_)
+        # the fitted names, not today's registry: a model fitted before a feature was added keeps its columns
+        meta = ("sent.meta." if self.level == "sentence" else "meta.")
+        static = [n for n in names if not n.startswith(meta)]
         n_static = len(static)
         if self.level == "response":
             out = np.zeros((len(analyses), len(names)), dtype=np.float64)

@@ -3,7 +3,8 @@
 ``novelty`` (content the evidence does not contain):
 
 * novel tokens: a sentence's distinct content tokens found neither in the
-  context nor in the query;
+  context nor in the query, not even as another inflection (Snowball stems:
+  "sources" matches "source", "opens" matches "open");
 * novel bigram rate: share of the sentence's content-token bigrams (adjacent
   content tokens) absent from the context's bigrams;
 * novel run: the longest run of consecutive novel content tokens, a proxy for
@@ -23,9 +24,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._checks import stem
 from ._structure import NEGATION_RE
 
-__all__ = ["ANTONYMS", "novelty_sentence", "novelty_response", "negation_sentence", "negation_response"]
+__all__ = ["ANTONYMS", "is_novel", "query_stems", "novelty_sentence", "novelty_response", "negation_sentence", "negation_response"]
 
 _PAIRS = [
     ("increase", "decrease"), ("increased", "decreased"), ("rise", "fall"), ("rose", "fell"), ("higher", "lower"),
@@ -47,11 +49,35 @@ for a, b in _PAIRS:
 ANTONYMS = {k: frozenset(v) for k, v in ANTONYMS.items()}
 
 
-def novelty_sentence(sent_tokens, vocab, query_vocab: set, bigrams: set) -> dict:
+ATTRIBUTION_WORDS = frozenset({"passage", "passages", "according", "based", "provided", "mentioned", "context",
+                               "document", "documents", "source", "sources", "step", "steps", "section"})
+"""Words that point at the evidence rather than claim something ("According to Passage 2"): never novel."""
+
+
+def query_stems(query_vocab) -> frozenset:
+    """Snowball stems of the query's tokens."""
+    return frozenset(stem(t) for t in query_vocab)
+
+
+def is_novel(t: str, vocab, query_vocab, stems=frozenset(), q_stems=frozenset()) -> bool:
+    """A content token is novel when neither it nor its Snowball stem is in the context or the query
+    (``stems``, ``q_stems``: the stems of each); "opens" is not novel against "open".
+
+    >>> is_novel("opens", {"open"}, set(), {"open"}), is_novel("closes", {"open"}, set(), {"open"})
+    (False, True)
+    """
+    if t in vocab or t in query_vocab or t in ATTRIBUTION_WORDS:
+        return False
+    st = stem(t)
+    return st not in stems and st not in q_stems
+
+
+def novelty_sentence(sent_tokens, vocab, query_vocab: set, bigrams: set, stems=frozenset(),
+                     q_stems=frozenset()) -> dict:
     n = len(sent_tokens)
     count, brate, run = np.zeros(n), np.zeros(n), np.zeros(n)
     for i, toks in enumerate(sent_tokens):
-        novel_flags = [t not in vocab and t not in query_vocab for t in toks]
+        novel_flags = [is_novel(t, vocab, query_vocab, stems, q_stems) for t in toks]
         count[i] = len({t for t, f in zip(toks, novel_flags) if f})
         best = cur = 0
         for f in novel_flags:

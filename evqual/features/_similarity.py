@@ -155,6 +155,7 @@ class ContextIndex:
         self._fields = None
         self._field_lookup = None
         self._evidence_units = None
+        self._stem_vocab = None
         self._negation: dict[int, tuple] = {}
 
     @property
@@ -163,6 +164,15 @@ class ContextIndex:
         if self._bigrams is None:
             self._bigrams = {p for toks in self.chunk_tokens for p in zip(toks, toks[1:])}
         return self._bigrams
+
+    @property
+    def stem_vocab(self) -> frozenset:
+        """Snowball stems of :attr:`vocab` (computed on first use): "sources" is not novel against "source"."""
+        if self._stem_vocab is None:
+            from ._checks import stem
+
+            self._stem_vocab = frozenset(stem(t) for t in self.vocab)
+        return self._stem_vocab
 
     @property
     def fields(self):

@@ -6,7 +6,8 @@ A *field* is a chunk line ``label: value`` whose value is a yes/no/null flag
 qualifies).  A sentence *mentions* a field when it contains every content token
 of the field's last label component (plural ``s`` ignored, generic words such
 as "restaurants" or "business" dropped) or their concatenation (``WiFi`` for
-"Wi Fi", ``takeout`` for "Take Out").  Per sentence:
+"Wi Fi", ``takeout`` for "Take Out"; two neighbouring words written together also count:
+"Wi-Fi" mentions ``WiFi``).  Per sentence:
 
 * ``conflict``: a field whose value is false/no/none is mentioned without a
   negation cue, or a true field is mentioned with one ("has outdoor seating"
@@ -28,7 +29,7 @@ import numpy as np
 from ..text import STOP_WORDS
 from ..text._tokens import TOKEN_PATTERN
 
-__all__ = ["parse_fields", "structure_sentence", "structure_response", "KNOWN_ATTRIBUTES", "NEGATION_RE"]
+__all__ = ["parse_fields", "structure_sentence", "structure_response", "token_set", "KNOWN_ATTRIBUTES", "NEGATION_RE"]
 
 _TOKEN_RE = re.compile(TOKEN_PATTERN)
 _GENERIC = frozenset({"attributes", "restaurants", "business", "accepts", "allowed", "good", "range2", "level",
@@ -104,6 +105,16 @@ def parse_fields(chunk_texts):
     return fields, keys
 
 
+def token_set(toks) -> set:
+    """The words a field mention is looked up in: the tokens, without a plural ``s``, and each two
+    neighbours written together ("Wi-Fi" and "wi fi" mention ``WiFi``; "take out" mentions ``takeout``)."""
+    toks = list(toks)
+    out = set(toks)
+    out.update(_norm(t) for t in toks)
+    out.update(a + b for a, b in zip(toks, toks[1:]))
+    return out
+
+
 def _mentions(phrase, joined, toks: set) -> bool:
     if phrase and all(t in toks for t in phrase):
         return True
@@ -148,7 +159,7 @@ def structure_sentence(output: str, sentences, sent_tokens, fields, field_keys, 
     if fields:
         lookup = field_lookup(fields) if lookup is None else lookup
         for i, ((s, e), toks) in enumerate(zip(sentences, sent_tokens)):
-            tset = {_norm(t) for t in toks} | set(toks)
+            tset = token_set(toks)
             negated = NEGATION_RE.search(output, s, e) is not None
             for j in candidate_fields(lookup, tset):
                 _, kind, phrase, joined = fields[j]

@@ -5,7 +5,17 @@
 ['evqual', 'evqual-meta']
 """
 
-from ._detector import CALIBRATIONS, THRESHOLD_RULES, Detector, seed002_objective, validation_split
+from ._detector import (
+    CALIBRATIONS,
+    FLOOR_CHECKS,
+    FLOOR_MIN_PRECISION,
+    FLOOR_PRIOR,
+    THRESHOLD_RULES,
+    Detector,
+    evidence_floors,
+    seed002_objective,
+    validation_split,
+)
 from ._estimators import FeatureSelector, SentenceMaxClassifier, StackedEvidenceClassifier, TextColumn
 from ._frame import FrameBuilder, LiteFrame, SentenceBlock
 from ._io import (
@@ -27,6 +37,10 @@ from ._methods import METHODS, MethodSpec, get_method, list_methods
 from ._spans import SpanTagger, span_scores, tokens_to_spans
 
 __all__ = [
+    "FLOOR_CHECKS",
+    "FLOOR_MIN_PRECISION",
+    "FLOOR_PRIOR",
+    "evidence_floors",
     "CALIBRATIONS",
     "METHODS",
     "THRESHOLD_RULES",

@@ -175,12 +175,20 @@ def score_file(path, out, detector, *, policy=None, audit=None, progress=None, b
         if progress is not None:
             progress(done + n_bad)
 
+    seen_ids: dict = {}
     try:
         for line, ex, issues in iter_records(path, limits=limits):
             if ex is None:
                 flush()  # keep the input order
                 emit_error(line, issues)
                 continue
+            if ex.id is not None:
+                first = seen_ids.setdefault(ex.id, line)
+                if first != line:  # as the loaders do (E108): an id names one answer
+                    flush()
+                    emit_error(line, [DataIssue("E108", str(path), line, "id",
+                                                f"id {ex.id!r} already used on line {first}")], ex.id)
+                    continue
             pending.append((line, ex))
             if len(pending) >= batch_size:
                 flush()

@@ -1,5 +1,6 @@
 """Text primitives: tokens, sentences, numbers and entities (all deterministic)."""
 
+from ._claims import CLAIM_BACKENDS, SpacyClaimSplitter, claim_units_from_boundaries
 from ._entities import (
     ENTITY_BACKENDS,
     SPACY_MODEL,
@@ -15,6 +16,9 @@ from ._sentences import split_sentences
 from ._tokens import STOP_WORDS, content_tokens, token_spans, tokenize
 
 __all__ = [
+    "CLAIM_BACKENDS",
+    "SpacyClaimSplitter",
+    "claim_units_from_boundaries",
     "ANTONYM_PAIRS",
     "MONTHS",
     "NUMBER_WORDS",

