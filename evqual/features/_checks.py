@@ -391,9 +391,9 @@ def _positional_cap(text: str, toks, j: int, first: bool, field: bool = False) -
             return True  # a list marker before it
     if field and gap.strip() == ":":
         return False  # a record's value after its label ("name: Little Fig Bistro")
-    if any(c in _CAP_AFTER for c in gap):
+    if not _CAP_AFTER.isdisjoint(gap):
         return True
-    return any(c in _DASHES for c in gap) and any(c.isspace() for c in gap)  # a dash bullet, not "Jean-Paul"
+    return not _DASHES.isdisjoint(gap) and any(c.isspace() for c in gap)  # a dash bullet, not "Jean-Paul"
 
 
 _MARKER_AFTER = re.compile(r"(?:[.)]\s+|\s{2,}|\s*[-\u2013:]\s+)[A-Z\"'\u201c$\u00a3\u20ac]")
@@ -532,7 +532,7 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
                                a, b, w, chunk, field, seg, j))
             continue
         if w[:1].isupper() and st is not None and low not in _NOT_NAMES:
-            if any(c.isupper() for c in w[1:]) or not _positional_cap(text, toks, j, first, field):
+            if w[1:] != w[1:].lower() or not _positional_cap(text, toks, j, first, field):
                 items.append(_Item("name", low, None, _slot(toks, 0, n, j, j + 1), a, b, w, chunk, field, seg, j))
         if low in _BOUND_FIRST and j not in covered:
             for words, val in _BOUND_FIRST[low]:
@@ -1053,10 +1053,16 @@ def claim_checks(output: str, sentences, ev: EvidenceUnits, query: str = "", cla
         seen = set()
         units = split_claims(output, s, e) if claim_spans is None else \
             [(max(a, s), min(b, e)) for a, b in claim_spans if a < e and b > s] or [(s, e)]
+        sent_toks = _tokens(output, s, e) if len(units) > 1 else None
         for a, b in units:
             # a unit's items, with slots that reach back into the sentence on the left (a coordinated
             # predicate keeps its subject: "... and closed in 1995") but stop at the unit's end
-            items, toks, _ = _segment_items(output, s, b, first=True, neg_stems=ev.neg_stems)
+            toks = None
+            if sent_toks is not None:  # the sentence's words up to the unit's end, tokenized once
+                k = bisect.bisect_right([t[1] for t in sent_toks], b)
+                if k == len(sent_toks) or sent_toks[k][0] >= b:
+                    toks = sent_toks[:k]
+            items, toks, _ = _segment_items(output, s, b, first=True, neg_stems=ev.neg_stems, toks=toks)
             if a > s:
                 items = [it for it in items if it.start >= a]
             claim_words = {t[3] for t in toks} | out_words
