@@ -417,3 +417,11 @@ def test_claim_checks_use_the_claim_units_given():
     for spans in (None, [(0, 24), (25, len(out))], [(0, len(out))]):
         _, found = claim_checks(out, split_sentences(out), ev, "", spans)
         assert [f.mention for f in found[0]] == ["1995"]
+
+
+def test_a_name_at_the_sentence_start_counts_where_the_context_shows_it_is_a_name():
+    ctx = ["Talvo Foods agreed to acquire snack maker Brightmere for $1.2 billion in cash."]
+    got = findings(ctx, "Brightmere agreed to buy Talvo Foods for $1.2 billion in cash.")
+    assert [(f.check, f.mention) for f in got] == [("role", "Brightmere ... Talvo")]
+    # a sentence-initial word the context writes in lower case is still not a name
+    assert findings(["Turn the valve and open the tap slowly."], "Open the tap slowly, then turn the valve.") == []

@@ -532,8 +532,10 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
                                a, b, w, chunk, field, seg, j))
             continue
         if w[:1].isupper() and st is not None and low not in _NOT_NAMES:
-            if w[1:] != w[1:].lower() or not _positional_cap(text, toks, j, first, field):
-                items.append(_Item("name", low, None, _slot(toks, 0, n, j, j + 1), a, b, w, chunk, field, seg, j))
+            # a word capitalised by its position is kept as a *positional* name: a name only where the
+            # context shows it is one (see _check_item and claim_checks)
+            pos = None if w[1:] != w[1:].lower() or not _positional_cap(text, toks, j, first, field) else "pos"
+            items.append(_Item("name", low, pos, _slot(toks, 0, n, j, j + 1), a, b, w, chunk, field, seg, j))
         if low in _BOUND_FIRST and j not in covered:
             for words, val in _BOUND_FIRST[low]:
                 k = j + len(words)
@@ -917,6 +919,8 @@ def _check_item(item, ev: EvidenceUnits, claim_words: set, query_words: set, cla
         if item.cls == "name" and (b.key in ev.lower or b.key in out_lower):
             continue
         verdict = _disagrees(item, b)
+        if verdict is not None and item.cls == "name" and b.info == "pos":
+            continue  # an evidence word capitalised by its position may agree with a name, never replace one
         if verdict == "skip":
             continue
         if b.field:
@@ -1063,8 +1067,11 @@ def claim_checks(output: str, sentences, ev: EvidenceUnits, query: str = "", cla
                 if k == len(sent_toks) or sent_toks[k][0] >= b:
                     toks = sent_toks[:k]
             items, toks, _ = _segment_items(output, s, b, first=True, neg_stems=ev.neg_stems, toks=toks)
-            if a > s:
-                items = [it for it in items if it.start >= a]
+            # a positional name ("Brightmere agreed ...") counts when the context writes that word, and
+            # never in lower case, and neither does the answer
+            items = [it for it in items if it.start >= a and not (
+                it.cls == "name" and it.info == "pos"
+                and (it.key not in ev.words or it.key in ev.lower or it.key in out_lower))]
             claim_words = {t[3] for t in toks} | out_words
             values = {it.key for it in items if it.cls == "number"}
             segs = ev.sentences_for({t[4] for t in toks if t[4] is not None}) if items else []
