@@ -222,15 +222,17 @@ def test_evidence_floors_are_posterior_precisions_kept_only_where_precise():
                           "check.number.v1": [1.0] * 24, "check.unit.v1": [0.0] * 24})
     val = pd.DataFrame({"label": [1, 0], "task_type": ["QA", "QA"], "check.number.v1": [1.0, 0.0],
                         "check.unit.v1": [0.0, 0.0]})
-    floors = evidence_floors(train, val, prior=(0.8, 10))
+    floors = evidence_floors(train, val, prior=(0.8, 10), min_precision=0.5)
     # QA: 11 hallucinated of 13 fired; Summary: 2 of 12, below 0.5: an explicit 0 so that "*" does not
     # stand in; all tasks: 13 of 25; unit never fired: its prior, for every task
     assert floors == {"QA:check.number.v1": pytest.approx((11 + 8) / 23),
                       "Summary:check.number.v1": 0.0,
                       "*:check.number.v1": pytest.approx((13 + 8) / 35),
                       "*:check.unit.v1": pytest.approx(0.8)}
+    # the default minimum is the start of the escalate band, 0.35: Summary's (2 + 8) / 22 = 0.45 is kept
+    assert evidence_floors(train, val, prior=(0.8, 10))["Summary:check.number.v1"] == pytest.approx(10 / 22)
     # without a prior, only the data speaks
-    assert evidence_floors(train, val, prior=(0.0, 0.0)) == {
+    assert evidence_floors(train, val, prior=(0.0, 0.0), min_precision=0.5) == {
         "QA:check.number.v1": pytest.approx(11 / 13), "Summary:check.number.v1": 0.0,
         "*:check.number.v1": pytest.approx(13 / 25)}
     with pytest.raises(ValueError, match="prior"):
@@ -425,3 +427,161 @@ def test_a_name_at_the_sentence_start_counts_where_the_context_shows_it_is_a_nam
     assert [(f.check, f.mention) for f in got] == [("role", "Brightmere ... Talvo")]
     # a sentence-initial word the context writes in lower case is still not a name
     assert findings(["Turn the valve and open the tap slowly."], "Open the tap slowly, then turn the valve.") == []
+
+
+# ---------------------------------------------------------------- session 3: noise seen on RAGTruth's natural text
+@pytest.mark.parametrize("context, output", [
+    # a double dash before a number is punctuation, not a minus sign
+    (["The WHO has put a higher figure on both tolls -- 648 killed and 2,191 wounded -- in its count."],
+     "The WHO figures are higher at 648 killed and 2,191 wounded."),
+    # "F-16" and "A-10" are designations, not counts
+    (["The fleet includes three squadrons of F-16 fighter jets and two squadrons of A-10 aircraft."],
+     "The fleet includes F-16 and A-10 planes."),
+    # "steps 4 and 5" are references to steps
+    (["Now just repeat the last two steps for the remainder of the twist braid."],
+     "Repeat steps 4 and 5 for the remainder of the twist braid."),
+    # a clause after a semicolon is not compared through the words before it (a guard: the degree-adverb
+    # change of session 3 made this faithful summary fire until the slots stopped at the semicolon)
+    ([("Officials confirmed 64 cases between January and March, compared with 9 in the same period last year. "
+       "Of those infected, 41 were children under 10 and 11 required hospital treatment.")],
+     ("Officials recorded 64 cases from January to March, up from 9 in the same months last year; 41 of the "
+      "patients were children under 10 and 11 needed hospital care.")),
+    # "free" negates only as "X-free"
+    (["Tuck the edge of the swaddle under the body, keeping the right arm under the fabric and the left arm free."],
+     "Tuck the edge under the body, keeping the right arm under the fabric and leaving the left arm free."),
+    # "No." ends its own sentence: it negates nothing after the full stop
+    ([("There are many differences between method overloading and method overriding in java. No. Method "
+       "overloading is used to increase the readability of the program.")],
+     "Additionally, method overloading is used to increase the readability of the program."),
+    # "cannot X without Y" is a double negation: X happens only with Y
+    (["With AF-S mode, you cannot take a shot without focus being locked by the camera first."],
+     "In AF-S mode the camera will only take a shot when focus is locked by the camera first."),
+    # a condition is not an assertion, on either side
+    ([("Bring the water to a rolling boil, add seaweed to keep the lobsters out of the water, and put in lobsters, "
+       "one at a time. I prefer to use seaweed to a steam rack, (Feel free to use a steaming rack to place the "
+       "lobsters on.)")],
+     ("Bring the water to a rolling boil and add seaweed to keep the lobsters out of the water. If you don't have "
+      "seaweed, you can use a steaming rack to place the lobsters on.")),
+    # "failing" and "avoidance" negate like "failed" and "avoid"
+    (["They complained that the new system threatened liberties and failed to protect individual rights."],
+     "They complained about the new system threatening liberties and failing to protect individual rights."),
+    (["Alkaline diet: the avoidance of relatively acidic foods such as grains, dairy, meat and sugar."],
+     "The Alkaline diet involves avoiding acidic foods such as grains, dairy, meat and sugar."),
+    # a headline in title case: its capitals are not names standing in for the answer's
+    (["Governor Abbott Gets a Win as Judge Halts Border Agents Removing Wire",
+      "Governor Greg Abbott scored a victory in his effort to stop the removal of concertina wire."],
+     "Governor Greg Abbott scored a victory in his effort to stop the removal of wire along the Texas border."),
+    # an acronym and a spelled-out name are not compared; a one-letter misspelling is the same name
+    (["The Federal Aviation Administration on Wednesday initially reported a pressurization problem."],
+     "The FAA on Wednesday initially reported a pressurization problem."),
+    (["Gunmen abducted Weinstein in 2011 from his home in Lahore, Parkistan, officials said."],
+     "Weinstein was kidnapped in 2011 from his home in Lahore, Pakistan, officials said."),
+])
+def test_natural_text_noise_does_not_fire(context, output):
+    assert findings(context, output) == []
+
+
+@pytest.mark.parametrize("context, output, check", [
+    # the fixes above keep the real errors they resemble
+    (["Temperatures fell to -20 degrees overnight in the valley."], "Temperatures fell to 20 degrees overnight.",
+     "number"),
+    (["Since March 4, federal prosecutors have called 92 witnesses, and the defense just four."],
+     "Prosecutors have called 92 witnesses, while the defense has called only six.", "number"),
+    (["The drug is approved for adults and it does not cause drowsiness in most patients."],
+     "The drug is approved for adults and it causes drowsiness in most patients.", "negation"),
+    (["The NYPD detective apologized on Friday for the exchange with the driver, the NYPD said."],
+     "The FBI detective apologized on Friday for the exchange with the driver.", "entity"),
+])
+def test_the_noise_fixes_keep_real_conflicts(context, output, check):
+    assert check in checks_of(context, output)
+
+
+def test_number_mentions_start_at_their_digits():
+    from evqual.text import extract_numbers
+
+    got = extract_numbers("tolls -- 648 killed, $ 5 and 7 percent")
+    assert [(m.start, m.text) for m in got] == [(9, "648"), (21, "$ 5"), (29, "7 percent")]
+
+
+def _items(text):
+    from evqual.features._checks import _segment_items
+
+    return _segment_items(text, 0, len(text), first=True)[0]
+
+
+@pytest.mark.parametrize("text, numbers", [
+    ("Ask the Holy Spirit to reveal more of God to you (John 16:13).", []),  # a chapter and verse
+    ("Monday: 11:0-21:0", ["t11:00", "t21:00"]),  # record hours stay times
+    ("date: 2019-05-22 14:03:00", []),  # a timestamp's parts are not counts
+    ("The meeting ran from 18-22 minutes past the hour.", ["18", "22"]),  # a range stays two numbers
+    ("1 Four steps to a water balloon: 2  Fill the balloon and loop over the top.", ["4"]),  # list markers
+])
+def test_number_items_leave_out_references_and_timestamps(text, numbers):
+    assert [it.key for it in _items(text) if it.cls == "number"] == numbers
+
+
+def test_degree_adverbs_are_not_slot_words():
+    from evqual.features._checks import _content_stem
+
+    assert _content_stem("just") is None and _content_stem("roughly") is None
+    assert _content_stem("defense") is not None
+
+
+@pytest.mark.parametrize("context, output, expected", [
+    # "serious" is on scikit-learn's stop list; the checks keep it (it was the negated word here)
+    (["The drug was generally well tolerated, and no serious safety concerns were identified."],
+     "The drug raised serious safety concerns.", ["negation"]),
+    # a time without a.m./p.m. may be either half of the day; one that says which half is compared
+    (["The evening show at the old theatre starts at 5:15 PM every Friday."],
+     "The evening show at the old theatre starts at 5:15 every Friday.", []),
+    (["The evening show at the old theatre starts at 5:15 PM every Friday."],
+     "The evening show at the old theatre starts at 5:15 in the morning every Friday.", ["number"]),
+    (["The evening show at the old theatre starts at 5:15 PM every Friday."],
+     "The evening show at the old theatre starts at 6:15 every Friday.", ["number"]),
+    # a record's hours: "noon on Sunday" is the Sunday line's 12:00, not Saturday's closing time
+    (["hours / Saturday: 11:00-23:00", "hours / Sunday: 12:00-21:00"],
+     "It is open from 11 a.m. on Saturday and from noon on Sunday.", []),
+])
+def test_stop_list_content_words_and_clock_times(context, output, expected):
+    assert checks_of(context, output) == expected
+
+
+def test_the_floor_minimum_is_where_the_default_policy_starts_to_escalate():
+    # a check kept as a floor lifts the risk into the default policy's escalate band (issue 9: the default
+    # policy flags answers that carry a contradiction the checks see); the two constants move together
+    from evqual.models import FLOOR_MIN_PRECISION
+    from evqual.scoring import Policy
+
+    assert FLOOR_MIN_PRECISION == Policy().escalate_band[0]
+
+
+def test_per_task_threshold_script_tunes_out_of_fold_and_reports_bad_input(tmp_path, capsys):
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "per_task_thresholds", Path(__file__).resolve().parent.parent / "scripts" / "per_task_thresholds.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rng = np.random.default_rng(0)
+    n = 400
+    task = np.where(np.arange(n) % 2, "QA", "Summary")
+    label = rng.integers(0, 2, n)
+    # Summary's risks sit lower than QA's: a shared threshold of 0.5 misses Summary's positives
+    risk = np.clip(0.45 * label + np.where(task == "QA", 0.3, 0.05) + rng.normal(0, 0.08, n), 0, 1)
+    frame = pd.DataFrame({"task_type": task, "label": label, "fold": np.arange(n) % 5, "risk": risk,
+                          "pred": (risk >= 0.5).astype(int)})
+    path = tmp_path / "predictions.csv"
+    frame.to_csv(path, index=False)
+    out = tmp_path / "pt.json"
+    assert mod.main([str(path), "--json", str(out)]) == 0
+    import json
+
+    got = json.loads(out.read_text())
+    rules = got["rules"]
+    assert rules["per task, tuned out of fold"]["per_task_f1"]["Summary"] > rules["shared"]["per_task_f1"]["Summary"]
+    assert rules["per task, best on the same rows"]["pooled_f1"] >= rules["per task, tuned out of fold"]["pooled_f1"]
+    frame.drop(columns=["fold"]).to_csv(path, index=False)
+    assert mod.main([str(path)]) == 2
+    assert "missing columns ['fold']" in capsys.readouterr().err
+    assert mod.main([str(tmp_path / "nope.csv")]) == 2

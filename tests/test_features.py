@@ -251,3 +251,29 @@ def test_one_megabyte_context_featurizes_with_bounded_memory():
     assert X[0, names.index("sent.chain.jaccard.v1")] == 1.0
     assert X[2, names.index("sent.number.unsupported_count.v2")] == 1.0
     assert peak < 400 * 2**20, f"peak {peak / 2**20:.0f} MiB"
+
+
+def test_a_record_state_code_supports_the_state_name_and_weekday_plurals_are_not_entities():
+    # issue 9 session 3: faithful record descriptions were flagged for "Vermont" (record: "state: VT"),
+    # "closed on Mondays." and the "m" of "7 a.m."
+    from evqual.data import make_example
+    from evqual.explain import sentence_reasons
+    from evqual.features import EvidenceFeaturizer
+
+    ex = make_example(query="Describe the business.",
+                      context=["name: The Copper Kettle", "city: Asheford", "state: VT",
+                               "hours / Tuesday: 7:00-15:00", "hours / Monday: Closed"],
+                      output="The Copper Kettle in Asheford, Vermont, opens at 7 a.m. on Tuesday and is closed "
+                             "on Mondays.", task_type="Data2txt")
+    fz = EvidenceFeaturizer().fit([ex])
+    _, analyses = fz.analyze([ex])
+    an = analyses[0]
+    assert [e.text for per in an.unsupported_entities for e in per] == []
+    words = [w for i in range(len(an.offsets)) for r in sentence_reasons(ex, an, i) if r.code == "NOVEL_WORDS"
+             for w in r.details["word_list"]]
+    assert "m" not in words and "Vermont" not in words
+    # a code the record does not hold supports nothing
+    other = make_example(query="Describe the business.", context=["name: The Copper Kettle", "state: VT"],
+                         output="The Copper Kettle is in Texas.", task_type="Data2txt")
+    _, (an2,) = fz.analyze([other])
+    assert [e.text for per in an2.unsupported_entities for e in per] == ["Texas"]

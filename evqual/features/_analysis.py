@@ -164,7 +164,8 @@ def analyze(example, entities, cache: ContextCache | None = None, claims=None) -
         ents = [[] for _ in sentences]
         unsup_ents = [[] for _ in sentences]
     else:
-        ents, unsup_ents = sentence_entities(entities, sentences, index.vocab)
+        known = index.vocab if not index.aliases else index.aliases.union(index.vocab)
+        ents, unsup_ents = sentence_entities(entities, sentences, known)
     drift_s = drift_sentence(numbers, unsup_numbers, conflicts, ents, unsup_ents)
     refusal = refusal_sentence(output, sentences)
     ecs_values = ecs(match, drift_s["sent.number.new_rate.v2"], drift_s["sent.entity.unsupported_rate.v1"])

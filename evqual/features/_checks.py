@@ -49,6 +49,21 @@ check            the claim item and the aligned evidence item that disagrees
 
 Numbers, names and dates of the query are not checked as claims.
 
+What the checks leave alone (each rule has a regression test in
+``tests/test_checks.py``): list markers and references ("2. Preheat",
+"1 Fill ... 2  Tie", "steps 4 and 5", "Passage 2"), designations ("F-16",
+"COVID-19"), chapter and verse ("John 16:13"), the parts of a timestamp
+("2019-05-22 14:03:00"), fractions, money against plain numbers; a time
+without a.m./p.m. against the same time in the other half of the day; an
+evidence value the answer's sentence also states ("one or two tablets ..., but
+no more than eight"); a predicate inside a condition ("if you don't have
+seaweed") on either side, a double negation ("cannot X without Y"), "free"
+other than in "X-free"; capitals placed by position (a sentence or list-item
+start, a title-case headline), an acronym against a spelled-out name ("FAA",
+"Federal Aviation Administration"), a one-letter misspelling ("Parkistan").
+A claim unit's slot borrows words from the clause before it but not across a
+semicolon, and its nearest neighbour is always a word of its own unit.
+
 Examples
 --------
 >>> from evqual.features._checks import EvidenceUnits, claim_checks
@@ -97,12 +112,15 @@ _SPLIT_RE = re.compile(
 _NEG_CUES = frozenset({"no", "not", "never", "without", "lacks", "lack", "lacking", "neither", "nor", "cannot",
                        "none", "nobody", "nothing", "unable", "failed", "fails", "fail", "refused", "refuses",
                        "denied", "denies", "declined", "t", "nt", "avoid", "avoids", "avoided", "avoiding",
-                       "prevent", "prevents", "prevented", "preventing"})
+                       "prevent", "prevents", "prevented", "preventing", "failing", "refusing", "declining",
+                       "lacked", "avoidance"})
 _HEDGES = frozenset({"if", "unless", "whether", "whereas", "while", "although", "though", "except"})
+_CONDITIONALS = frozenset({"if", "unless", "whether", "except"})
 _CLAUSE_BREAK = re.compile(r"[,;:()\n.!?\u2013\u2014]")
 _NEG_REACH = 3
 _MONTHS = frozenset(MONTHS) - {"may", "march"}
 _WEEKDAYS = frozenset(WEEKDAYS)
+_CALENDAR_WORDS = frozenset(MONTHS) | _WEEKDAYS
 _SMALL = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
           "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
           "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30,
@@ -255,8 +273,23 @@ _CONTENT_STEM: dict = {}
 """Lower-case word -> its stem when it is a content word, else None (filled as words are met)."""
 
 
+_DEGREE = frozenset({"just", "nearly", "merely", "simply", "roughly", "approximately", "almost", "exactly",
+                     "precisely", "around", "only"})
+"""Degree adverbs: not content words, so "the defense just four" still has "defense" next to its number."""
+
+
+_KEEP = frozenset({"amount", "bill", "bottom", "detail", "empty", "fire", "found", "front", "full", "interest",
+                   "mill", "serious", "side", "system", "thick", "thin", "top", "whole", "former", "last", "first",
+                   "next", "third"})
+"""Words of scikit-learn's English stop list that carry content in a claim ("no serious safety concerns",
+"full"/"empty", "the first"): the checks keep them in slots and as predicates (light verbs such as "take"
+and "back" stay out: they widen slots with words every sentence has)."""
+_CHECK_STOP = frozenset(STOP_WORDS - _KEEP)
+
+
 def _content_stem(low: str):
-    got = low not in STOP_WORDS and not low[:1].isdigit() and len(low) > 1 and low not in _WORD_VALUES
+    got = (low not in _CHECK_STOP and not low[:1].isdigit() and len(low) > 1 and low not in _WORD_VALUES
+           and low not in _DEGREE)
     st = stem(low) if got else None
     if len(_CONTENT_STEM) < 200_000:
         _CONTENT_STEM[low] = st
@@ -277,12 +310,14 @@ def _tokens(text: str, start: int, end: int):
     return toks
 
 
-def _slot(toks, lo: int, hi: int, skip_lo: int, skip_hi: int, names: bool = True):
+def _slot(toks, lo: int, hi: int, skip_lo: int, skip_hi: int, names: bool = True, near_lo: int = 0):
     """``(stems, near)``: stems of the content tokens within WINDOW content tokens of
     ``toks[skip_lo:skip_hi]``, and the nearest one on each side tagged with its side.
 
     ``names=False`` leaves capitalised words out (a name's neighbours in its own
-    multi-word name are not its slot).
+    multi-word name are not its slot).  The nearest word on the left is looked
+    for only from ``near_lo`` on (a claim unit's first word: the words its slot
+    borrows from the clause before are context, not its neighbour).
     """
     out, near = [], []
     n = 0
@@ -291,7 +326,7 @@ def _slot(toks, lo: int, hi: int, skip_lo: int, skip_hi: int, names: bool = True
         st = toks[j][4]
         if st is not None and (names or not toks[j][2][:1].isupper()):
             out.append(st)
-            if not n:
+            if not n and j >= near_lo:
                 near.append(("L", st))
             n += 1
         j -= 1
@@ -397,64 +432,131 @@ def _positional_cap(text: str, toks, j: int, first: bool, field: bool = False) -
 
 
 _MARKER_AFTER = re.compile(r"(?:[.)]\s+|\s{2,}|\s*[-\u2013:]\s+)[A-Z\"'\u201c$\u00a3\u20ac]")
+_ISO_DATE = re.compile(r"(?<!\d)\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2})?)?(?![\d:])")
+
+
+def _in_iso_date(text: str, a: int) -> bool:
+    """Whether position ``a`` falls inside a timestamp written "2019-05-22" or "2019-05-22 14:03:00"."""
+    lo = max(0, a - 20)
+    return any(lo + m.start() <= a < lo + m.end() for m in _ISO_DATE.finditer(text[lo:a + 20]))
+
+
 _FRACTIONS = frozenset("\u00bc\u00bd\u00be\u2153\u2154")
 
 
+_REFERENCES = frozenset({"step", "steps", "tep", "no", "item", "items", "part", "parts", "phase", "stage", "stages",
+                         "passage", "passages", "chapter", "chapters", "section", "sections", "figure", "figures",
+                         "table", "tables", "verse", "verses", "page", "pages", "paragraph", "paragraphs", "line",
+                         "lines", "question", "questions", "option", "options", "rule", "rules", "article",
+                         "articles", "fig", "eq", "equation", "appendix", "level", "levels"})
+"""Words after which a small number is a reference ("steps 4 and 5", "Chapter 3"), not a quantity."""
+_REF_LINKS = frozenset({"and", "or", "to", "through", "thru"})
+
+
 def _is_list_marker(text: str, a: int, b: int, toks, j: int) -> bool:
-    """A small integer numbering a list item or step ("4. Thread the string", "2  Tie", "step 3")."""
+    """A small integer numbering a list item or step ("4. Thread the string", "2  Tie", "1 Fill ... 2  Tie")
+    or a reference ("step 3", "steps 4 and 5", "Chapter 3")."""
     digits = text[a:b].strip()
-    if not digits.isdigit() or len(digits) > 2:
+    if not digits.isdigit() or len(digits) > 3:
         return False
-    if j > 0 and toks[j - 1][3] in ("step", "tep", "no", "item", "part", "phase", "stage", "passage"):
+    k = j - 1
+    while k >= 0 and k >= j - 5 and (toks[k][3] in _REF_LINKS or toks[k][3].isdigit()):
+        k -= 1  # back over "4 and" of "steps 4 and 5"
+    if k >= 0 and toks[k][3] in _REFERENCES and (k == j - 1 or toks[k + 1][3].isdigit()):
         return True
+    if len(digits) > 2:
+        return False
     before = text[max(0, a - 2):a]
     if a > 0 and not (before.strip() == "" or before.rstrip()[-1:] in ".:;!?\n" or "\n" in before):
         return False
-    return _MARKER_AFTER.match(text, b) is not None
+    if _MARKER_AFTER.match(text, b) is not None:
+        return True
+    # "1 Fill the balloon ... 2  Tie it": one space, then a capital, and the next number marks a later item
+    return (text[b:b + 1] == " " and text[b + 1:b + 2].isupper()
+            and re.search(rf"(?<![\w.,]){int(digits) + 1}\s+[A-Z]", text[b:b + 600]) is not None)
 
 
 def _negations(text: str, toks) -> set:
     """Indices of the tokens a negation cue negates: the first content word after the cue, within
-    _NEG_REACH words and the same clause; "X-free" negates X."""
+    _NEG_REACH words and the same clause; "X-free" negates X.  A double negation in one clause
+    ("you cannot take a shot without focus") negates neither word."""
     n = len(toks)
     neg_pos = set()
+    last_cue = -10  # (token index, clause number) of the previous cue
+    clause = 0
     for k, t in enumerate(toks):
         low = t[3]
+        if k and _CLAUSE_BREAK.search(text, toks[k - 1][1], t[0]):
+            clause += 1
         if low in _NEG_CUES:
+            got = None
             for i in range(k + 1, min(n, k + 1 + _NEG_REACH)):
-                if any(c in ",;:" for c in text[toks[i - 1][1]:toks[i][0]]):
+                if _CLAUSE_BREAK.search(text, toks[i - 1][1], toks[i][0]):
                     break
                 if toks[i][4] is not None:
-                    neg_pos.add(i)
+                    got = i
                     break
-        elif low == "free" and k:
-            neg_pos.add(k - 1)  # "visa-free"
+            if low == "without" and last_cue != -10 and last_cue[1] == clause and last_cue[2] is not None:
+                neg_pos.discard(last_cue[2])  # "cannot X without Y": X only with Y, both affirmed
+                got = None
+            if got is not None:
+                neg_pos.add(got)
+            last_cue = (k, clause, got)
+        elif low == "free" and k and text[toks[k - 1][1]:t[0]] == "-":
+            neg_pos.add(k - 1)  # "visa-free", not "leaving the arm free"
     return neg_pos
 
 
-def _clause_marked(text: str, toks) -> set:
-    """Indices of the tokens whose clause holds a negation cue or a hedge ("if", "unless", "whereas"):
-    their polarity is not a plain affirmation, so they never count as the affirmed side of a conflict."""
-    out: set = set()
+def _clause_marked(text: str, toks) -> dict:
+    """Token index -> ``"hedge"`` when its clause holds a condition ("if", "unless", "whether"), ``"cue"``
+    when it holds a negation cue or a contrast ("whereas", "although") and no condition.  A marked word is never the plainly affirmed side of a
+    negation conflict, and a hedged one (a condition, not an assertion) is never either side."""
+    out: dict = {}
     clause: list = []
-    marked = False
+    mark = None
     prev_end = None
     for i, t in enumerate(toks):
         if prev_end is not None and _CLAUSE_BREAK.search(text, prev_end, t[0]):
-            if marked:
-                out.update(clause)
-            clause, marked = [], False
+            if mark:
+                out.update(dict.fromkeys(clause, mark))
+            clause, mark = [], None
         clause.append(i)
-        if t[3] in _NEG_CUES or t[3] in _HEDGES:
-            marked = True
+        if t[3] in _CONDITIONALS:
+            mark = "hedge"
+        elif (t[3] in _NEG_CUES or t[3] in _HEDGES) and mark is None:
+            mark = "cue"
         prev_end = t[1]
-    if marked:
-        out.update(clause)
+    if mark:
+        out.update(dict.fromkeys(clause, mark))
     return out
 
 
+def _title_case(toks) -> bool:
+    """Whether a segment is written in title case (a headline): at least six words of four letters or
+    more, at most one of them in lower case."""
+    long = [t[2] for t in toks if len(t[2]) >= 4 and t[2].isalpha()]
+    return len(long) >= 6 and sum(not w[0].isupper() for w in long) <= 1
+
+
+def _acronym(text: str) -> bool:
+    """"FAA", "NYPD", "CA": two to six capitals."""
+    return 2 <= len(text) <= 6 and text.isupper() and text.isalpha()
+
+
+def _one_edit(x: str, y: str) -> bool:
+    """Whether ``x`` and ``y`` differ by one inserted, deleted or replaced letter ("Parkistan")."""
+    if abs(len(x) - len(y)) > 1:
+        return False
+    if len(x) > len(y):
+        x, y = y, x
+    i = 0
+    while i < len(x) and x[i] == y[i]:
+        i += 1
+    return x[i + (len(x) == len(y)):] == y[i + 1:]
+
+
 def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int = -1, seg: int = 0,
-                   field: bool = False, neg_stems=None, toks=None, neg_pos=None):
+                   field: bool = False, neg_stems=None, toks=None, neg_pos=None, unit_start: int = 0):
     """The checkable items of ``text[start:end]`` (a claim unit or an evidence sentence).
 
     Returns ``(items, toks, neg_pos)``.  Predicate items (for the negation
@@ -467,6 +569,11 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
     if neg_pos is None:
         neg_pos = _negations(text, toks)
     n = len(toks)
+    near_lo = bisect.bisect_left([t[0] for t in toks], unit_start) if unit_start > start else 0
+
+    def _slot_(toks, lo, hi, skip_lo, skip_hi):
+        return _slot(toks, lo, hi, skip_lo, skip_hi, near_lo=near_lo)
+
     items = []
     # numbers (digits through extract_numbers, then number words)
     taken = set()
@@ -487,8 +594,18 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
             continue
         if text[a - 1:a] == "/" or text[b:b + 1] == "/" or text[b:b + 1] in _FRACTIONS:
             continue  # a fraction ("1/3", "2\u00bd"), not a count
+        if (text[a - 1:a] in "-:" or text[b:b + 1] in "-:") and a and _in_iso_date(text, a):
+            continue  # a part of "2019-05-22" (a record's timestamp), not a count
+        if text[a - 1:a] == "-" and text[a - 2:a - 1].isalpha() and (
+                text[a - 2:a - 1].isupper() or (lo_j and toks[lo_j - 1][2][:1].isupper())):
+            continue  # a designation ("F-16", "COVID-19", "A-10"), not a count
         kind = m.unit if m.unit else ""
         key = m.value
+        clock = False
+        if kind == "time" and ":" in m.text and not any(c.isalpha() for c in m.text) and lo_j and (
+                text[toks[lo_j - 1][1]:a] == " " and toks[lo_j - 1][3] not in _CALENDAR_WORDS
+                and (toks[lo_j - 1][2][:1].isupper() or toks[lo_j - 1][3] in _REFERENCES)):
+            continue  # a chapter and verse ("John 16:13"), not a time
         if not kind and m.text.isdigit() and len(m.text) == 4 and (
                 1500 <= int(m.text) <= 2100 or (text[b:b + 1] == "s" and m.text.endswith("0"))):
             kind = "year"  # a year, or a decade or century ("the 1400s")
@@ -497,16 +614,24 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
             hour = int(key[1:].split(":")[0])
             if part in ("afternoon", "evening", "night") and hour < 12:
                 key = f"t{hour + 12}:{key.split(':', 1)[1]}" if ":" in key else key
+            if part in ("morning", "afternoon", "evening", "night"):
+                clock = True
         if not kind and (text[a - 1:a] in ("-", "\u2212") and not text[a - 2:a - 1].isalnum()
+                         and text[a - 2:a - 1] not in _DASHES
                          or (lo_j and toks[lo_j - 1][3] == "minus")):
             key = "-" + key  # "-20", "minus 20"
         unit = "%" if kind == "%" else _unit_after(toks, hi_j, n)
+        if kind == "time":
+            # "clock": the time says which half of the day it is (a.m./p.m., 24-hour, "in the morning")
+            unit = "clock" if clock or any(c.isalpha() for c in m.text) or int(key[1:].split(":")[0]) > 12 \
+                or key[1:].split(":")[0] == "0" else None
         if unit is None and text[b:b + 1] == "\u00b0":
             unit = "f" if text[b + 1:b + 2] == "F" else "c" if text[b + 1:b + 2] == "C" else "deg"
         approx = any(toks[k][3] in _APPROX for k in range(max(0, lo_j - 2), lo_j))
-        items.append(_Item("number", key, (kind, unit, approx), _slot(toks, 0, n, lo_j, hi_j), a, b,
+        items.append(_Item("number", key, (kind, unit, approx), _slot_(toks, 0, n, lo_j, hi_j), a, b,
                            text[a:b], chunk, field, seg, lo_j))
     covered = set()
+    title = None  # whether the segment is a headline in title case (made on the first capital)
     for j, (a, b, w, low, st) in enumerate(toks):
         if low not in _TRIGGERS and not w[0].isupper() and (
                 neg_stems is None or st is None or (j not in neg_pos and st not in neg_stems)):
@@ -520,7 +645,7 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
                 taken.update(range(j, k))
                 approx = any(toks[i][3] in _APPROX for i in range(max(0, j - 2), j))
                 b = toks[k - 1][1]
-                items.append(_Item("number", v, ("", _unit_after(toks, k, n), approx), _slot(toks, 0, n, j, k),
+                items.append(_Item("number", v, ("", _unit_after(toks, k, n), approx), _slot_(toks, 0, n, j, k),
                                    a, b, text[a:b], chunk, field, seg, j))
                 continue
         if low[-1:] == "s" and low[:-1] in _WEEKDAYS:
@@ -528,14 +653,19 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
         if low in _MONTHS or low in _WEEKDAYS or (
                 low in ("may", "march") and w[0].isupper() and j > 0
                 and ((toks[j - 1][3][:1].isdigit()) or (j + 1 < n and toks[j + 1][3][:1].isdigit()))):
-            items.append(_Item("date", low, "weekday" if low in _WEEKDAYS else "month", _slot(toks, 0, n, j, j + 1),
+            items.append(_Item("date", low, "weekday" if low in _WEEKDAYS else "month", _slot_(toks, 0, n, j, j + 1),
                                a, b, w, chunk, field, seg, j))
             continue
         if w[:1].isupper() and st is not None and low not in _NOT_NAMES:
             # a word capitalised by its position is kept as a *positional* name: a name only where the
             # context shows it is one (see _check_item and claim_checks)
             pos = None if w[1:] != w[1:].lower() or not _positional_cap(text, toks, j, first, field) else "pos"
-            items.append(_Item("name", low, pos, _slot(toks, 0, n, j, j + 1), a, b, w, chunk, field, seg, j))
+            if pos is None and not field and w[1:] == w[1:].lower():
+                if title is None:
+                    title = _title_case(toks)
+                if title:
+                    pos = "pos"  # "Judge Halts Border Agents Removing Wire": every word is capitalised
+            items.append(_Item("name", low, pos, _slot_(toks, 0, n, j, j + 1), a, b, w, chunk, field, seg, j))
         if low in _BOUND_FIRST and j not in covered:
             for words, val in _BOUND_FIRST[low]:
                 k = j + len(words)
@@ -548,22 +678,22 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
                     if nxt < n:
                         bound_of = toks[nxt][3] if toks[nxt][3][:1].isdigit() else _WORD_VALUES.get(toks[nxt][3])
                     bb = toks[k - 1][1]
-                    items.append(_Item("scope", ("bound", val), bound_of, _slot(toks, 0, n, j, k), a, bb,
+                    items.append(_Item("scope", ("bound", val), bound_of, _slot_(toks, 0, n, j, k), a, bb,
                                        text[a:bb], chunk, field, seg, j))
                     break
         if low in _SCOPE_OF and j not in covered:
             dim, val = _SCOPE_OF[low]
             if not (low in ("may", "can") and j == 0) and not (j and toks[j - 1][3] in _NEG_CUES):
-                items.append(_Item("scope", (dim, val), low, _slot(toks, 0, n, j, j + 1), a, b, w, chunk, field,
+                items.append(_Item("scope", (dim, val), low, _slot_(toks, 0, n, j, j + 1), a, b, w, chunk, field,
                                    seg, j))
         if low in _HAS_ANTONYM:
-            items.append(_Item("word", low, None, _slot(toks, 0, n, j, j + 1), a, b, w, chunk, field, seg, j))
+            items.append(_Item("word", low, None, _slot_(toks, 0, n, j, j + 1), a, b, w, chunk, field, seg, j))
         if neg_stems is not None and st is not None and j > 0 and not w[:1].isupper():
             neg = j in neg_pos
             if neg or st in neg_stems:
                 if marked is None:
                     marked = _clause_marked(text, toks)
-                items.append(_Item("pred", st, (neg, j in marked), _slot(toks, 0, n, j, j + 1), a, b, w, chunk,
+                items.append(_Item("pred", st, (neg, marked.get(j)), _slot_(toks, 0, n, j, j + 1), a, b, w, chunk,
                                    field, seg, j))
     return items, toks, neg_pos
 
@@ -674,7 +804,7 @@ class EvidenceUnits:
         for it in items:
             if field:
                 it.near = frozenset()
-                if it.cls == "number" and it.info[1] is None and label_unit is not None:
+                if it.cls == "number" and it.info[1] is None and label_unit is not None and it.info[0] != "time":
                     it.info = (it.info[0], label_unit, it.info[2])
             for st in it.slot:
                 index.setdefault((it.cls, st), []).append(it)
@@ -730,7 +860,7 @@ class EvidenceUnits:
             marked = self._marked.get(seg)
             if marked is None:
                 marked = self._marked[seg] = _clause_marked(self.chunk_texts[k], toks)
-            got = self._pred_items[(seg, j)] = _Item("pred", st, (j in self.negated(seg), j in marked),
+            got = self._pred_items[(seg, j)] = _Item("pred", st, (j in self.negated(seg), marked.get(j)),
                                                       _slot(toks, 0, len(toks), j, j + 1), a, b, w, k, False, seg, j)
         return got
 
@@ -811,6 +941,17 @@ def _field_check(text: str, toks, ev: EvidenceUnits) -> list:
     return out
 
 
+def _same_clock(a, b) -> bool:
+    """Whether two times agree on a 12-hour clock when either is written without a.m./p.m. ("5:15", "17:15")."""
+    if a.info[1] == "clock" and b.info[1] == "clock":
+        return False  # both say which half of the day
+    try:
+        (ha, ma), (hb, mb) = (k[1:].split(":") for k in (a.key, b.key))
+        return ma == mb and int(ha) % 12 == int(hb) % 12
+    except ValueError:
+        return False
+
+
 def _number_same(a, b) -> str | None:
     """``None`` when evidence number ``b`` agrees with claim number ``a``; else the check it contradicts."""
     (ka, ua, approx), (kb, ub, _) = a.info, b.info
@@ -818,6 +959,9 @@ def _number_same(a, b) -> str | None:
     if ka == "time" or kb == "time":
         if ka != kb:
             return "skip"
+        if a.key == b.key or _same_clock(a, b):
+            return None  # "5:15" without a.m. or p.m. may be "5:15 PM"
+        return "number"
     elif cur_a and cur_b:
         pass
     elif cur_a != cur_b:
@@ -876,6 +1020,10 @@ def _disagrees(a, b) -> str | None:
         x, y = a.key, b.key
         if x == y or stem(x) == stem(y) or (min(len(x), len(y)) >= 3 and (x.startswith(y) or y.startswith(x))):
             return None
+        if _acronym(a.text) != _acronym(b.text):
+            return "skip"  # "FAA" and "Federal Aviation Administration", "CA" and "California"
+        if min(len(x), len(y)) >= 5 and _one_edit(x, y):
+            return None  # a misspelling ("Parkistan")
         return "entity"
     if cls == "scope":
         if a.key[0] != b.key[0]:
@@ -893,9 +1041,13 @@ def _disagrees(a, b) -> str | None:
         if a.key != b.key:
             return "skip"
         (sa, la), (sb, lb) = a.info, b.info
+        if sa == sb:
+            return None
+        if la == "hedge" or lb == "hedge":
+            return "skip"  # a condition ("if you don't have seaweed"), not an assertion
         if (sa and not lb) or (sb and not la):
             return "negation"  # negated on one side, plainly affirmed on the other
-        return None if sa == sb else "skip"
+        return "skip"
     return "skip"
 
 
@@ -930,8 +1082,9 @@ def _check_item(item, ev: EvidenceUnits, claim_words: set, query_words: set, cla
         else:
             labelled = True
             score = shared + 2 * len(item.near & b.near)
-        if item.cls == "number" and item.info[1] is not None and item.info[1] == b.info[1]:
-            score += 1
+        if item.cls == "number" and item.info[1] is not None and item.info[1] == b.info[1] \
+                and item.info[0] != "time":
+            score += 1  # the same unit ("mg" and "mg"); a time's "clock" is not one
         if verdict is None:
             if score > best_same or (score == best_same and same_item is not None
                                      and (b.seg, b.start) < (same_item.seg, same_item.start)):
@@ -1058,22 +1211,33 @@ def claim_checks(output: str, sentences, ev: EvidenceUnits, query: str = "", cla
         units = split_claims(output, s, e) if claim_spans is None else \
             [(max(a, s), min(b, e)) for a, b in claim_spans if a < e and b > s] or [(s, e)]
         sent_toks = _tokens(output, s, e) if len(units) > 1 else None
+        # the values the sentence states anywhere ("one or two tablets ..., but no more than eight"): an
+        # evidence value the sentence states too is not one the claim replaced
+        sent_values = {m.value for m in extract_numbers(output[s:e])} if len(units) > 1 and \
+            _DIGIT_RE.search(output, s, e) else set()
+        if len(units) > 1:
+            sent_values.update(_WORD_VALUES[t[3]] for t in sent_toks if t[3] in _WORD_VALUES)
         for a, b in units:
             # a unit's items, with slots that reach back into the sentence on the left (a coordinated
-            # predicate keeps its subject: "... and closed in 1995") but stop at the unit's end
+            # predicate keeps its subject: "... and closed in 1995") but not past a semicolon (an
+            # independent clause) and stop at the unit's end
+            left = output.rfind(";", s, a) + 1 or s
             toks = None
             if sent_toks is not None:  # the sentence's words up to the unit's end, tokenized once
                 k = bisect.bisect_right([t[1] for t in sent_toks], b)
                 if k == len(sent_toks) or sent_toks[k][0] >= b:
                     toks = sent_toks[:k]
-            items, toks, _ = _segment_items(output, s, b, first=True, neg_stems=ev.neg_stems, toks=toks)
+                    if left > s:
+                        toks = [t for t in toks if t[0] >= left]
+            items, toks, _ = _segment_items(output, left, b, first=True, neg_stems=ev.neg_stems, toks=toks,
+                                            unit_start=a)
             # a positional name ("Brightmere agreed ...") counts when the context writes that word, and
             # never in lower case, and neither does the answer
             items = [it for it in items if it.start >= a and not (
                 it.cls == "name" and it.info == "pos"
                 and (it.key not in ev.words or it.key in ev.lower or it.key in out_lower))]
             claim_words = {t[3] for t in toks} | out_words
-            values = {it.key for it in items if it.cls == "number"}
+            values = {it.key for it in items if it.cls == "number"} | sent_values
             segs = ev.sentences_for({t[4] for t in toks if t[4] is not None}) if items else []
             found = [_check_item(it, ev, claim_words, qw, values, segs, out_lower) for it in items]
             found.append(_role_check(items, toks, ev))

@@ -63,10 +63,14 @@ def is_novel(t: str, vocab, query_vocab, stems=frozenset(), q_stems=frozenset())
     """A content token is novel when neither it nor its Snowball stem is in the context or the query
     (``stems``, ``q_stems``: the stems of each); "opens" is not novel against "open".
 
+    A single letter is never novel (the "m" of "7 a.m.", an initial).
+
     >>> is_novel("opens", {"open"}, set(), {"open"}), is_novel("closes", {"open"}, set(), {"open"})
     (False, True)
+    >>> is_novel("m", {"open"}, set(), {"open"})
+    False
     """
-    if t in vocab or t in query_vocab or t in ATTRIBUTION_WORDS:
+    if t in vocab or t in query_vocab or t in ATTRIBUTION_WORDS or len(t) < 2:
         return False
     st = stem(t)
     return st not in stems and st not in q_stems

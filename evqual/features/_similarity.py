@@ -36,7 +36,7 @@ from collections import Counter, OrderedDict
 import numpy as np
 from scipy import sparse
 
-from ..text import STOP_WORDS, context_number_values, extract_numbers
+from ..text import STOP_WORDS, US_STATES, context_number_values, extract_numbers
 from ..text._tokens import TOKEN_PATTERN
 
 __all__ = ["ContextIndex", "SentenceMatch", "ContextCache", "BM25_K1", "BM25_B", "BM25_EPSILON"]
@@ -45,6 +45,23 @@ BM25_K1, BM25_B, BM25_EPSILON = 1.5, 0.75, 0.25
 _IDF_FLOOR = 1e-3
 _DENSE_LIMIT = 100_000  # C * V below which chunk matrices are kept dense
 _TOKEN_RE = re.compile(TOKEN_PATTERN)
+_STATE_CODE_RE = re.compile(r"(?<![\w.])[A-Z]{2}(?![\w.])")
+
+
+def context_aliases(chunk_texts) -> frozenset:
+    """Words a context supports without writing them: the names of the US states it writes as postal
+    codes ("state: TX" supports "Texas"; :data:`evqual.text.US_STATES`), lower case, stop words left out.
+
+    >>> sorted(context_aliases(["city: Austin", "state: TX"]))
+    ['texas']
+    """
+    out = set()
+    for text in chunk_texts:
+        for code in _STATE_CODE_RE.findall(text):
+            name = US_STATES.get(code)
+            if name:
+                out.update(t for t in name.lower().split() if t not in STOP_WORDS)
+    return frozenset(out)
 
 
 def split_tokens(text: str) -> tuple[list[str], int]:
@@ -157,6 +174,9 @@ class ContextIndex:
         self._evidence_units = None
         self._stem_vocab = None
         self._negation: dict[int, tuple] = {}
+        self.aliases = context_aliases(self.chunk_texts)
+        """Words the context supports without writing them (:func:`context_aliases`); not in ``vocab``,
+        so they weigh in no BM25 or TF-IDF score, only in the support of names and novel words."""
 
     @property
     def bigrams(self) -> set:
@@ -167,11 +187,12 @@ class ContextIndex:
 
     @property
     def stem_vocab(self) -> frozenset:
-        """Snowball stems of :attr:`vocab` (computed on first use): "sources" is not novel against "source"."""
+        """Snowball stems of :attr:`vocab` and :attr:`aliases` (computed on first use): "sources" is not
+        novel against "source", "Texas" not against "state: TX"."""
         if self._stem_vocab is None:
             from ._checks import stem
 
-            self._stem_vocab = frozenset(stem(t) for t in self.vocab)
+            self._stem_vocab = frozenset(stem(t) for t in self.vocab) | frozenset(stem(t) for t in self.aliases)
         return self._stem_vocab
 
     @property

@@ -73,9 +73,12 @@ class _ScoreClassifier(ClassifierMixin, BaseEstimator):
 FLOOR_CHECKS = ("check.number.v1", "check.unit.v1", "check.date.v1", "check.negation.v1", "check.antonym.v1",
                 "check.entity.v1", "check.role.v1", "check.quantifier.v1", "check.field.v1")
 """The response features whose firing can floor the risk (``Detector(evidence_floor=True)``)."""
-FLOOR_MIN_PRECISION = 0.5
-"""A check floors the risk only where its estimated precision is at least this (hallucinated more often than
-not when it fires)."""
+FLOOR_MIN_PRECISION = 0.35
+"""A check floors the risk only where its estimated precision is at least this: the start of the default
+policy's escalate band (:class:`evqual.scoring.Policy`), so an answer on which a check fires that is right
+at least that often is looked at again.  Session 3 of issue 9 lowered it from 0.5: on RAGTruth under
+``cv5`` that cost 0.007 F1, on the development suite it flagged 8 points more of the hallucinated
+answers at 0.7 points more false alarms (``docs/RESULTS.md``, "Evidence-first risk")."""
 FLOOR_PRIOR = (0.8, 10.0)
 """Prior precision of a contradiction check and its weight, in answers.  The checks are built to be precise:
 on the hand-written minimal edits of ``tests/data/contrastive`` each measured 0.7-1.0

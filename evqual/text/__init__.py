@@ -10,12 +10,13 @@ from ._entities import (
     make_entity_extractor,
     spacy_available,
 )
-from ._lexicon import ANTONYM_PAIRS, MONTHS, NUMBER_WORDS, QUANTIFIER_SWAPS, WEEKDAYS, antonyms_of
+from ._lexicon import ANTONYM_PAIRS, MONTHS, NUMBER_WORDS, QUANTIFIER_SWAPS, US_STATES, WEEKDAYS, antonyms_of
 from ._numbers import NumberMention, context_number_values, extract_numbers, normalize_number
 from ._sentences import split_sentences
 from ._tokens import STOP_WORDS, content_tokens, token_spans, tokenize
 
 __all__ = [
+    "US_STATES",
     "CLAIM_BACKENDS",
     "SpacyClaimSplitter",
     "claim_units_from_boundaries",

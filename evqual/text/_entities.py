@@ -159,7 +159,7 @@ class RegexEntityExtractor:
                 text, max(s_start, m.start() - 4), m.start()) is not None
             group = m.group()
             if " " not in group and "\t" not in group:  # fast path: one word
-                low = group.lower()
+                low = group.lower().rstrip(".")  # "closed on Mondays." (a run may keep an abbreviation's dot)
                 if low in _TEXT_PARTS or low in _CALENDAR or (at_start and not _is_special(group)):
                     continue
                 words = [(m.start(), m.end(), group)]
@@ -194,7 +194,7 @@ class RegexEntityExtractor:
         if len(words) == 1:
             w = words[0][2]
             if w == "I" or w.lower().strip(".'\u2019") in STOP_WORDS or w.lower() in _TEXT_PARTS \
-                    or w.lower() in _CALENDAR:
+                    or w.lower().rstrip(".") in _CALENDAR:
                 return None
             if at_start and not _is_special(w):
                 return None

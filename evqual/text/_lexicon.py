@@ -13,7 +13,7 @@ True
 
 from __future__ import annotations
 
-__all__ = ["ANTONYM_PAIRS", "QUANTIFIER_SWAPS", "NUMBER_WORDS", "MONTHS", "WEEKDAYS", "antonyms_of"]
+__all__ = ["ANTONYM_PAIRS", "QUANTIFIER_SWAPS", "NUMBER_WORDS", "MONTHS", "WEEKDAYS", "US_STATES", "antonyms_of"]
 
 ANTONYM_PAIRS: tuple[tuple[str, str], ...] = (
     ("increase", "decrease"), ("increased", "decreased"), ("increases", "decreases"), ("increasing", "decreasing"),
@@ -83,3 +83,19 @@ _OPPOSITES = {k: frozenset(v) for k, v in _OPPOSITES.items()}
 def antonyms_of(word: str) -> frozenset:
     """The opposites of a lower-case word in :data:`ANTONYM_PAIRS` (empty when none)."""
     return _OPPOSITES.get(word, frozenset())
+
+
+US_STATES = {
+    "AL": "Alabama", "AK": "Alaska", "AZ": "Arizona", "AR": "Arkansas", "CA": "California", "CO": "Colorado",
+    "CT": "Connecticut", "DE": "Delaware", "DC": "District of Columbia", "FL": "Florida", "GA": "Georgia",
+    "HI": "Hawaii", "ID": "Idaho", "IL": "Illinois", "IN": "Indiana", "IA": "Iowa", "KS": "Kansas",
+    "KY": "Kentucky", "LA": "Louisiana", "ME": "Maine", "MD": "Maryland", "MA": "Massachusetts",
+    "MI": "Michigan", "MN": "Minnesota", "MS": "Mississippi", "MO": "Missouri", "MT": "Montana",
+    "NE": "Nebraska", "NV": "Nevada", "NH": "New Hampshire", "NJ": "New Jersey", "NM": "New Mexico",
+    "NY": "New York", "NC": "North Carolina", "ND": "North Dakota", "OH": "Ohio", "OK": "Oklahoma",
+    "OR": "Oregon", "PA": "Pennsylvania", "RI": "Rhode Island", "SC": "South Carolina", "SD": "South Dakota",
+    "TN": "Tennessee", "TX": "Texas", "UT": "Utah", "VT": "Vermont", "VA": "Virginia", "WA": "Washington",
+    "WV": "West Virginia", "WI": "Wisconsin", "WY": "Wyoming",
+}
+"""US postal codes and the states they stand for: a record's ``state: TX`` supports "Texas" in the answer
+(business records, the Data2txt task, write states as codes; answers spell them out)."""

@@ -182,11 +182,13 @@ def extract_numbers(text: str) -> list[NumberMention]:
         # the regex may swallow a trailing space before a scale that did not match
         while end > m.start() and text[end - 1].isspace():
             end -= 1
+        # without a currency sign the optional space before the digits is not part of the mention
+        begin = m.start() if m.group("cur") else m.start("num")
         out.append(
             NumberMention(
-                start=m.start(),
+                start=begin,
                 end=end,
-                text=text[m.start():end],
+                text=text[begin:end],
                 value=normalize_number(num, scale),
                 raw_value=normalize_number(num),
                 unit=unit,
