@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # edit types of the development suite that each check is meant to catch
 TARGETS = {"number": ("number",), "unit": ("unit",), "date": ("date",), "negation": ("negation",),
            "antonym": ("antonym",), "entity": ("entity",), "role": ("role_swap",), "quantifier": ("quantifier",),
-           "field": ("field",)}
+           "field": ("field",), "displaced": ("entity",), "unsupported": ("addition",)}
 
 
 def _findings(examples, entity_backend="regex"):

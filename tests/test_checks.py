@@ -262,8 +262,9 @@ def test_floor_is_off_when_asked():
     assert det._floor(frame, np.array([0.2])).tolist() == [0.2]
 
 
-def test_all_checks_can_floor():
-    assert set(FLOOR_CHECKS) == {f"check.{c}.v1" for c in CHECKS}
+def test_all_checks_but_unsupported_claims_can_floor():
+    # an unsupported claim unit is a feature and a reason only (floored, it cost RAGTruth cv5 F1, issue 9)
+    assert set(FLOOR_CHECKS) == {f"check.{c}.v1" for c in CHECKS if c != "unsupported"}
 
 
 def test_check_precision_script_runs_on_the_fixture(tmp_path):
@@ -585,3 +586,227 @@ def test_per_task_threshold_script_tunes_out_of_fold_and_reports_bad_input(tmp_p
     assert mod.main([str(path)]) == 2
     assert "missing columns ['fold']" in capsys.readouterr().err
     assert mod.main([str(tmp_path / "nope.csv")]) == 2
+
+
+# ---------------------------------------------------------------- session 4: periods, conversions, anchors, displaced names
+@pytest.mark.parametrize("context, output, check", [
+    # one value given per another period
+    (["Do not exceed 1,200 mg in 24 hours unless directed by a doctor."],
+     "Unless a doctor directs otherwise, the most an adult should take is 1.2 g of ibuprofen per week.", "unit"),
+    (["The plant can produce up to 4,000 cubic metres of fresh water per day."],
+     "The plant can make up to 4,000 cubic metres of drinking water a year.", "unit"),
+    # one value in two temperature scales, aligned by the value alone
+    (["The beetle can survive temperatures as low as minus 20 degrees Celsius by producing antifreeze proteins."],
+     "Antifreeze proteins let the beetle survive cold down to -20\u00b0F.", "unit"),
+    # a record label's unit ("rated power w")
+    (["model: SV-420M", "rated power w: 420"], "The SV-420M panel is rated at 420 kilowatts.", "unit"),
+    # percent against percentage points, aligned by the other values the claim states
+    (["Turnout in the 2024 election reached 48%, up from 36% in 2020, a rise of 12 percentage points."],
+     "Turnout went up by 12%, from 36% in 2020 to 48% in 2024.", "unit"),
+    # an ordinal century against a decade-style century
+    (["Veliko Selo was founded in the 12th century as a trading post at the river crossing.",
+      "Its fortress walls were added in the 15th century to defend against raids."],
+     "Veliko Selo began in the 1400s as a trading post where the river was crossed.", "date"),
+    # durations convert: three and a half years are not 30 months
+    (["Construction is scheduled to begin in spring 2026 and take about 30 months."],
+     "Construction should start in spring 2026 and last roughly three and a half years.", "number"),
+    # "twelve tablets" is about "8 tablets", not about the "12" of an age in another sentence
+    (["Adults and children over 12: take one or two tablets every 4 to 6 hours as needed. "
+      "Do not take more than 8 tablets in 24 hours."],
+     "Adults can take one or two tablets every four to six hours, but no more than twelve tablets in any "
+     "24-hour period.", "number"),
+])
+def test_periods_conversions_and_anchors_catch_the_edit(context, output, check):
+    assert check in checks_of(context, output)
+
+
+@pytest.mark.parametrize("context, output", [
+    (["Do not exceed 1,200 mg in 24 hours unless directed by a doctor."],
+     "Unless a doctor directs otherwise, the most an adult should take is 1.2 g of ibuprofen per day."),
+    (["The plant can produce up to 4,000 cubic metres of fresh water per day."],
+     "The plant can make up to 4,000 cubic metres of drinking water a day."),
+    (["Construction is scheduled to begin in spring 2026 and take about 30 months."],
+     "Construction should start in spring 2026 and last roughly two and a half years."),
+    (["Veliko Selo was founded in the 12th century as a trading post at the river crossing."],
+     "Veliko Selo began in the 1100s as a trading post where the river was crossed."),
+    (["Turnout in the 2024 election reached 48%, up from 36% in 2020, a rise of 12 percentage points."],
+     "Turnout went up by 12 percentage points, from 36% in 2020 to 48% in 2024."),
+    (["Adults and children over 12: take one or two tablets every 4 to 6 hours as needed. "
+      "Do not take more than 8 tablets in 24 hours."],
+     "Adults can take one or two tablets every four to six hours, but no more than eight tablets in any "
+     "24-hour period."),
+    # a point in time is not a rate; a rate per the same period agrees
+    (["The fund returned 7% a year on average. A year ago it held 300 assets."],
+     "It returned 7% per year on average."),
+    (["The beetle survives minus 20 degrees Celsius; beetles cooled to minus 25 did not survive."],
+     "The beetle survives cold down to -20\u00b0C, although beetles chilled to -25\u00b0C died."),
+])
+def test_periods_conversions_and_anchors_leave_faithful_answers_alone(context, output):
+    assert findings(context, output) == []
+
+
+@pytest.mark.parametrize("context, output, evidence", [
+    (["The Royal Exhibition Building in Melbourne was designed by architect Joseph Reed and completed in 1880.",
+      "Reed's firm also designed the State Library of Victoria.",
+      "The building was constructed by the builder David Mitchell, father of the opera singer Nellie Melba."],
+     "The architect David Mitchell designed the Royal Exhibition Building.", "Joseph Reed"),
+    (["In the crime series The Salt Road, Irish actor Niamh Casey plays Detective Inspector Ruth Kell.",
+      "Welsh actor Owen Prys co-stars as the island's ferryman, Tom Dyer."],
+     "Owen Prys plays the lead detective, Detective Inspector Ruth Kell.", "Niamh Casey"),
+])
+def test_a_name_moved_from_another_passage_is_displaced(context, output, evidence):
+    # the word-level entity check may catch the name too: then its finding keeps the check's name (and
+    # floor) and shows the evidence of the displaced-name rule
+    found = [f for f in findings(context, output) if f.check in ("displaced", "entity")]
+    assert len(found) == 1 and found[0].evidence == evidence
+
+
+@pytest.mark.parametrize("context, output", [
+    (["The Royal Exhibition Building in Melbourne was designed by architect Joseph Reed and completed in 1880.",
+      "The building was constructed by the builder David Mitchell, father of the opera singer Nellie Melba."],
+     "The architect Joseph Reed designed the Royal Exhibition Building, and David Mitchell built it."),
+    # the name's own passage carries the claim's words
+    (["Irish actor Niamh Casey plays Detective Inspector Ruth Kell.",
+      "Welsh actor Owen Prys co-stars as the island's ferryman, Tom Dyer."],
+     "Owen Prys co-stars as the ferryman Tom Dyer."),
+    # a name of the query is not checked
+    (["Irish actor Niamh Casey plays Detective Inspector Ruth Kell.",
+      "Welsh actor Owen Prys co-stars as the island's ferryman, Tom Dyer."],
+     "Owen Prys plays the lead detective, Detective Inspector Ruth Kell."),
+])
+def test_names_in_their_own_passage_or_from_the_query_are_not_displaced(context, output):
+    query = "Who does Owen Prys play?" if output.startswith("Owen Prys plays the lead") else ""
+    assert [f for f in findings(context, output, query) if f.check == "displaced"] == []
+
+
+def test_displaced_names_are_their_own_check_reported_as_entity_conflicts():
+    from evqual.explain import REASONS
+
+    assert "displaced" in CHECKS and "check.displaced.v1" in FLOOR_CHECKS
+    assert "ENTITY_CONFLICT" in REASONS
+
+
+def test_a_range_is_two_bounds_and_over_a_number_is_one():
+    context = ["Ashgrove Academy keeps its seminar groups small: most have between 12 and 18 students."]
+    assert checks_of(context, "Most seminar groups at Ashgrove Academy have over 18 students.") == ["quantifier"]
+    assert findings(context, "Most seminar groups at Ashgrove Academy have between 12 and 18 students.") == []
+    assert findings(context, "Seminar groups at Ashgrove Academy have stayed small over the years.") == []
+
+
+@pytest.mark.parametrize("context, output", [
+    (["Harwick City beat Dunmore Athletic 3-1 in the county cup final at Elm Park on Sunday.",
+      "Dunmore had beaten Harwick 2-0 in the league in March."],
+     "Dunmore Athletic won the county cup final, beating Harwick City 3-1 at Elm Park on Sunday."),
+    (["Orbis Devices filed a patent infringement lawsuit against Pixelgate Labs in March, alleging that "
+      "Pixelgate's camera module copies its sensor design."],
+     "Pixelgate Labs sued Orbis Devices in March, claiming the camera module copied the sensor design."),
+    (["Shipping group Maravel Lines has agreed to sell its port terminals business to infrastructure investor "
+      "Cobalt Harbour Partners for 2.1 billion euros."],
+     "Cobalt Harbour Partners is selling its port terminals unit to Maravel Lines for 2.1 billion euros."),
+])
+def test_names_in_the_other_order_around_a_paraphrased_predicate_are_a_role_swap(context, output):
+    assert checks_of(context, output) == ["role"]
+
+
+@pytest.mark.parametrize("context, output", [
+    # the same order, a paraphrased predicate
+    (["Orbis Devices filed a patent infringement lawsuit against Pixelgate Labs in March."],
+     "Orbis Devices sued Pixelgate Labs in March."),
+    # an apposition, another clause, a coordination: not a role
+    (["Well, Aaron Hernandez, the former New England Patriots tight end, made none of those excuses."],
+     "Former New England Patriots tight end Aaron Hernandez made no excuses."),
+    (["Redgate missed two instalments in 2023, prompting Castlemoor to issue a formal demand."],
+     "Castlemoor issued a formal demand after Redgate missed two instalments in 2023."),
+    (["The arm of Gulf Oil was sold to Olympia and York in 1985."],
+     "The arm was sold to Olympia and York in 1985 and became Gulf Canada Resources."),
+])
+def test_name_order_leaves_paraphrases_appositions_and_clauses_alone(context, output):
+    assert "role" not in checks_of(context, output)
+
+
+@pytest.mark.parametrize("context, output, expected", [
+    (["Corvane Retail said same-store sales rose 4.2% in the third quarter, driven by demand for home goods."],
+     "Corvane's like-for-like store sales dropped 4.2% in the third quarter, helped by demand for home goods.",
+     ("dropped", "rose")),
+    (["Firmware 3.2 makes file transfers over SMB roughly 10% slower because every transfer is encrypted."],
+     "Firmware 3.2 makes SMB file transfers about 10% faster, a trade-off for encrypting every transfer.",
+     ("faster", "slower")),
+    (["Hartwell College's autumn enrolment fell to 6,240 students, down 7% on last year."],
+     "Hartwell's overall autumn enrolment grew 7% to 6,240 students.", ("grew", "down")),
+])
+def test_a_quantity_turned_the_other_way_is_an_antonym(context, output, expected):
+    got = [(f.mention, f.evidence) for f in findings(context, output) if f.check == "antonym"]
+    assert got == [expected]
+
+
+@pytest.mark.parametrize("context, output", [
+    (["Corvane Retail said same-store sales rose 4.2% in the third quarter."],
+     "Like-for-like store sales grew 4.2% in the third quarter."),
+    (["Do not take more than 8 tablets in 24 hours."], "Take no more than 8 tablets in 24 hours."),
+    (["Hartwell College's autumn enrolment fell to 6,240 students, down 7% on last year."],
+     "Autumn enrolment at Hartwell dropped 7% to 6,240 students."),
+])
+def test_a_quantity_turned_the_same_way_is_not_an_antonym(context, output):
+    assert findings(context, output) == []
+
+
+@pytest.mark.parametrize("context, output", [
+    (["Swallow the capsules whole with a glass of water; do not crush or chew them."],
+     "The capsules should be swallowed whole rather than crushed or chewed."),
+    (["The outage was caused by a faulty configuration update, not a cyberattack."],
+     "The firm blamed the outage on a faulty configuration update instead of a cyberattack."),
+])
+def test_rather_than_and_instead_of_negate(context, output):
+    assert findings(context, output) == []
+
+
+
+
+def test_a_scope_word_in_a_shared_slot_is_compared_without_the_same_neighbour():
+    context = ["Roadworks on the ring road frequently cause long delays for commuters at the northern junction."]
+    assert checks_of(context, "Roadworks on the ring road always cause long delays for commuters at the "
+                              "northern junction.") == ["quantifier"]
+    assert findings(context, "Roadworks on the ring road often cause long delays for commuters at the "
+                             "northern junction.") == []
+
+
+_NAMES = ["Talvo Foods", "Brightmere", "Harwick City", "Dunmore Athletic", "Orla Keane", "Joseph Reed"]
+_VERBS = ["beat", "acquired", "sued", "hired", "paid", "rose", "fell", "dropped", "grew"]
+_QUANTS = ["12 tablets", "1,200 mg in 24 hours", "4,000 cubic metres per day", "7%", "12 percentage points",
+           "between 12 and 18 students", "over 18 students", "the 12th century", "30 months", "-20\u00b0C",
+           "two and a half years", "420 watts"]
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_NAMES), st.sampled_from(_VERBS), st.sampled_from(_NAMES),
+                          st.sampled_from(_QUANTS)), min_size=1, max_size=4), st.data())
+def test_an_answer_copying_an_evidence_sentence_never_fires(parts, data):
+    sentences = [f"{a} {v} {b} by {q} in 2021." for a, v, b, q in parts]
+    context = [" ".join(sentences)]
+    output = data.draw(st.sampled_from(sentences))
+    assert findings(context, output) == []
+
+
+def test_a_negated_list_ends_at_its_clause():
+    context = ["attributes / WiFi: no", "attributes / Outdoor Seating: false", "attributes / Good For Kids: true"]
+    assert findings(context, "There is no WiFi or outdoor seating, and it is good for kids.") == []
+    assert checks_of(context, "There is no WiFi, outdoor seating or good for kids area.") == ["field"]
+
+
+def test_an_added_claim_the_context_does_not_support_is_unsupported():
+    context = ["Halden Motors shares slid 9% on Tuesday after the company lowered its annual delivery goal from "
+               "450,000 to 410,000 vehicles."]
+    output = ("Halden shares slid 9% on Tuesday after it cut its delivery goal to 410,000 vehicles. Investors were "
+              "also unsettled by the surprise resignation of its chief financial officer.")
+    found = [f for f in findings(context, output) if f.check == "unsupported"]
+    assert len(found) == 1 and found[0].mention.startswith("Investors were also unsettled")
+    assert "resignation" in found[0].evidence and found[0].chunk == -1
+    # the faithful part alone, and words the query brings, are not unsupported
+    assert findings(context, output.split(". ")[0] + ".") == []
+    query = "Why were investors unsettled: the surprise resignation of its chief financial officer?"
+    assert [f for f in findings(context, output, query) if f.check == "unsupported"] == []
+
+
+def test_a_role_swap_needs_two_parties_not_two_words_of_one_name():
+    context = ["Talvo Foods beat Talvo Foods Holdings in the final."]
+    assert "role" not in checks_of(context, "Talvo Foods beat Talvo Foods in the final.")

@@ -121,6 +121,9 @@ REASON_CASES = {
                           "The council did not approve the new budget on Monday."),
     "ROLE_SWAP": ("Who won?", ["In the final, Arsenal beat Chelsea 2-1 on Sunday."],
                   "In the final, Chelsea beat Arsenal 2-1 on Sunday."),
+    "UNSUPPORTED_CLAIM": ("When?", ["The bridge opened in 1932 after six years of work."],
+                          "The bridge opened in 1932. Critics praised its elegant suspension towers and graceful "
+                          "cables."),
     "NUMBER_UNSUPPORTED": ("How long?", ["The bridge is long."], "The bridge is 300 long."),
     "ENTITY_UNSUPPORTED": ("Who?", ["The bridge was designed by an engineer."],
                            "The bridge was designed by Joseph Strauss."),

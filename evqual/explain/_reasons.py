@@ -21,6 +21,8 @@ code                        raised when (per sentence)
 ``QUANTIFIER_SHIFT``        a quantifier or modal of another scope than the evidence's
                             ("always" vs "usually", "must" vs "may")
 ``NEGATION_CONFLICT``       a word negated on one side only (the claim against its evidence)
+``UNSUPPORTED_CLAIM``       a claim unit most of whose content words (five or more, 70%)
+                            appear nowhere in the context or the query (an added claim)
 ``NUMBER_UNSUPPORTED``      a number absent from the context (no competing number nearby)
 ``ENTITY_UNSUPPORTED``      a named entity with a word absent from the context
 ``NOVEL_PHRASE``            two or more consecutive content words absent from the context
@@ -90,6 +92,8 @@ REASONS: dict[str, ReasonCode] = {r.code: r for r in (
                "'{mention}' where the aligned evidence ({chunk_id}) says '{evidence}'"),
     ReasonCode("NEGATION_CONFLICT", "negation reverses the evidence",
                "'{mention}' is {side} in the claim but not in the aligned evidence ({chunk_id}): '{evidence}'"),
+    ReasonCode("UNSUPPORTED_CLAIM", "unsupported claim",
+               "the claim '{mention}' has no support: '{evidence}' appear nowhere in the context or the query"),
     ReasonCode("NUMBER_UNSUPPORTED", "unsupported number", "number '{mention}' does not appear in the context"),
     ReasonCode("ENTITY_UNSUPPORTED", "unsupported entity", "entity '{mention}' is absent from the context"),
     ReasonCode("NOVEL_PHRASE", "unsupported phrase",
@@ -216,7 +220,9 @@ def sentence_reasons(example, analysis, i: int, *, risk: float | None = None, ci
                                start=f.start, end=f.end, evidence_start=f.ev_start, evidence_end=f.ev_end))
         else:
             out.append(_reason(_CHECK_CODES[f.check], **common))
-    taken = _overlap_test([(f.start, f.end) for f in findings])
+    # a contradiction finding stands for the gaps it covers; an unsupported claim unit leaves the specific
+    # gaps inside it (a number, a name) to be named too
+    taken = _overlap_test([(f.start, f.end) for f in findings if f.check != "unsupported"])
     numbers, unsup_numbers = analysis.numbers
     sentence_values = {m.value for m in numbers[i]} | {m.raw_value for m in numbers[i]}
     for m in unsup_numbers[i]:
@@ -281,7 +287,8 @@ def sentence_reasons(example, analysis, i: int, *, risk: float | None = None, ci
 
 
 _CHECK_CODES = {"number": "NUMBER_CONFLICT", "unit": "UNIT_CONFLICT", "date": "DATE_CONFLICT",
-                "entity": "ENTITY_CONFLICT", "role": "ROLE_SWAP", "quantifier": "QUANTIFIER_SHIFT"}
+                "entity": "ENTITY_CONFLICT", "role": "ROLE_SWAP", "quantifier": "QUANTIFIER_SHIFT",
+                "displaced": "ENTITY_CONFLICT", "unsupported": "UNSUPPORTED_CLAIM"}
 _NEG_BEFORE = re.compile(r"\b(?:no|not|never|without|cannot|unable|failed|refused|denied)\W+(?:\w+\W+){0,2}$|"
                          r"n['\u2019]t\W+(?:\w+\W+){0,2}$", re.IGNORECASE)
 

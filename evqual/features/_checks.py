@@ -32,20 +32,46 @@ check            the claim item and the aligned evidence item that disagrees
 ``date``         two years, months or weekdays that differ
 ``negation``     the same predicate word, negated on one side only ("did not
                  approve" vs "approved"; cues: not, no, never, without, failed ...)
-``antonym``      a word against its opposite (:data:`evqual.text.ANTONYM_PAIRS`)
+``antonym``      a word against its opposite (:data:`evqual.text.ANTONYM_PAIRS`),
+                 or a quantity turned the other way ("dropped 4.2%" against
+                 "rose 4.2%", "10% faster" against "10% slower")
 ``entity``       two names (capitalised words; a sentence's first word only when
                  written with an inner capital) that differ
 ``role``         two names of the claim in the reverse order in one evidence
                  sentence around a shared predicate word (a passive "by" on one
-                 side only is not a swap)
+                 side only is not a swap); or two neighbouring names with a
+                 predicate between them in the other order in the evidence
+                 sentence that shares most of the claim's words, the predicate
+                 paraphrased ("Pixelgate Labs sued Orbis Devices" against "Orbis
+                 Devices filed a lawsuit against Pixelgate Labs")
 ``quantifier``   two quantifier or modal words of the same dimension and another
                  scope ("all" vs "some", "always" vs "usually", "must" vs "may",
-                 "at least" vs "up to")
+                 "at least" vs "up to", "over 18" vs "between 12 and 18"), next
+                 to the same word or in a slot of three shared words
 ``field``        a yes/no field of a record (a ``label: value`` line, Data2txt)
                  stated the other way in the claim that mentions it: negated
                  within three words before the mention when the record says
                  true, or not negated when it says false/no/none
+``displaced``    a name the context has, put where another name stands: the
+                 claim's words sit together in one evidence sentence beside
+                 another name sharing its slot, while the sentences holding the
+                 claim's name (and their neighbours) share at most one of them
+                 ("The architect David Mitchell designed ..." against "designed
+                 by architect Joseph Reed" and, elsewhere, "the builder David
+                 Mitchell")
+``unsupported``  a claim unit most of whose content words (at least
+                 :data:`UNSUPPORTED_MIN` of them, and at least
+                 :data:`UNSUPPORTED_SHARE` of all) appear nowhere in the context
+                 or the query: an added claim ("Investors were also unsettled by
+                 the surprise resignation of its chief financial officer.")
 ===============  ===================================================================
+
+Quantities carry the period they are given per ("1.2 g of ibuprofen per day",
+"4,000 cubic metres a year", "1,200 mg in 24 hours"): one value per two periods
+is a ``unit`` finding.  Durations convert ("two and a half years" is "30
+months"), "the 12th century" is "the 1100s", and the values a claim unit
+states anchor it: an evidence sentence stating two or more of them is aligned
+with it even when their words differ.
 
 Numbers, names and dates of the query are not checked as claims.
 
@@ -93,15 +119,29 @@ from ..text import (
     split_sentences,
 )
 
-__all__ = ["CHECKS", "CLAIM_BACKEND", "EvidenceUnits", "Finding", "MIN_SLOT", "WINDOW", "checks_response",
-           "claim_checks", "split_claims", "stem"]
+__all__ = ["CHECKS", "CLAIM_BACKEND", "EvidenceUnits", "Finding", "MIN_SLOT", "UNSUPPORTED_MIN",
+           "UNSUPPORTED_SHARE", "WINDOW", "checks_response", "claim_checks", "split_claims", "stem"]
 
-CHECKS = ("number", "unit", "date", "negation", "antonym", "entity", "role", "quantifier", "field")
+CHECKS = ("number", "unit", "date", "negation", "antonym", "entity", "role", "quantifier", "field", "displaced",
+          "unsupported")
 """The checks, in reporting order."""
 
 CLAIM_BACKEND = "rules"
 WINDOW = 4
 MIN_SLOT = 2
+_DISPLACED_MIN = 3
+UNSUPPORTED_MIN = 5
+"""Content words of a claim unit the context and query lack, at the least, for an ``unsupported`` finding."""
+UNSUPPORTED_SHARE = 0.7
+"""Their share of the unit's content words, at the least."""
+_ORDER_GAP = 12
+_LIST_END = re.compile(r"[;.]|,\s+(?:and|but|while|although|though|yet|so)\b", re.IGNORECASE)
+"""Where a negated list ends: "there is no WiFi or outdoor seating, and it is good for kids"."""
+_SCOPE_SLOT = 3
+_CONNECTIVES = frozenset({"after", "before", "when", "while", "because", "since", "although", "though", "that",
+                          "which", "who", "whom", "whose", "if", "unless", "until", "whereas", "where"})
+_CLAUSE_TURN = re.compile(r"[;:]|,\s+(?:and|but|or|while|whereas|although|though|which|who|after|before|when|"
+                          r"so|yet|\w+ing)\b", re.IGNORECASE)
 
 _WORD_RE = re.compile(r"[^\W_]+")
 _FIELD_RE = re.compile(r"[^:.!?\n]{1,80}: \S")
@@ -114,6 +154,8 @@ _NEG_CUES = frozenset({"no", "not", "never", "without", "lacks", "lack", "lackin
                        "denied", "denies", "declined", "t", "nt", "avoid", "avoids", "avoided", "avoiding",
                        "prevent", "prevents", "prevented", "preventing", "failing", "refusing", "declining",
                        "lacked", "avoidance"})
+_TWO_WORD_CUES = frozenset({("than", "rather"), ("of", "instead")})
+"""Cues of two words, as (word, word before): "rather than crushed" and "instead of a cyberattack" negate."""
 _HEDGES = frozenset({"if", "unless", "whether", "whereas", "while", "although", "though", "except"})
 _CONDITIONALS = frozenset({"if", "unless", "whether", "except"})
 _CLAUSE_BREAK = re.compile(r"[,;:()\n.!?\u2013\u2014]")
@@ -146,14 +188,15 @@ _UNITS = {
     "weeks": "week", "month": "month", "months": "month", "year": "year", "years": "year", "decade": "decade",
     "decades": "decade", "percent": "%", "per": None, "points": "pt", "point": "pt", "percentage": "pt",
     "basis": "bp", "bps": "bp", "kwh": "kwh", "mwh": "mwh", "mw": "mw", "gw": "gw", "kw": "kw",
-    "kilowatts": "kw", "kilowatt": "kw", "megawatts": "mw", "megawatt": "mw", "watts": "w", "watt": "w",
+    "kilowatts": "kw", "kilowatt": "kw", "megawatts": "mw", "megawatt": "mw", "watts": "w", "watt": "w", "w": "w",
     "acre": "acre", "acres": "acre", "hectare": "ha", "hectares": "ha", "mph": "mph", "kmh": "kmh",
     "celsius": "c", "fahrenheit": "f", "tablets": "tablet", "tablet": "tablet", "capsules": "capsule",
     "capsule": "capsule", "doses": "dose", "dose": "dose", "gb": "gb", "tb": "tb", "mb": "mb", "pct": "%",
 }
 _BASE = {"mg": 1e-3, "g": 1.0, "kg": 1e3, "mcg": 1e-6, "lb": 453.592, "oz": 28.3495, "t": 1e6, "ml": 1e-3,
          "l": 1.0, "km": 1e3, "m": 1.0, "cm": 1e-2, "mm": 1e-3, "mile": 1609.34, "ft": 0.3048, "in": 0.0254,
-         "s": 1.0, "min": 60.0, "h": 3600.0, "day": 86400.0, "week": 604800.0, "kw": 1e3, "mw": 1e6,
+         "s": 1.0, "min": 60.0, "h": 3600.0, "day": 86400.0, "week": 604800.0, "month": 2629800.0,
+         "year": 31557600.0, "decade": 315576000.0, "kw": 1e3, "mw": 1e6,
          "gw": 1e9, "w": 1.0, "kwh": 1.0, "mwh": 1e3, "gb": 1e3, "tb": 1e6, "mb": 1.0}
 _GROUPS = {"mg": "mass", "g": "mass", "kg": "mass", "mcg": "mass", "lb": "mass", "oz": "mass", "t": "mass",
            "ml": "vol", "l": "vol", "km": "len", "m": "len", "cm": "len", "mm": "len", "mile": "len",
@@ -163,6 +206,28 @@ _GROUPS = {"mg": "mass", "g": "mass", "kg": "mass", "mcg": "mass", "lb": "mass",
            "w": "power", "acre": "area", "ha": "area", "mph": "speed", "kmh": "speed", "c": "temp", "f": "temp",
            "tablet": "count", "capsule": "count", "dose": "count", "deg": "temp", "gb": "data", "tb": "data", "mb": "data"}
 _PASSIVE = frozenset({"was", "were", "been", "being", "by"})
+_PERIODS = {"hour": "h", "day": "day", "week": "week", "month": "month", "year": "year", "annum": "year",
+            "night": "day"}
+"""Time words a rate is given per ("per day", "a year", "each week")."""
+_PERIOD_ADVERBS = {"hourly": "h", "daily": "day", "nightly": "day", "weekly": "week", "monthly": "month",
+                   "yearly": "year", "annually": "year"}
+_PERIOD_REACH = 6
+_UP = ("rise", "rises", "rose", "risen", "rising", "increase", "increased", "increases", "increasing", "grow",
+       "grew", "grown", "grows", "growing", "gain", "gained", "gains", "gaining", "climb", "climbed", "climbs",
+       "jump", "jumped", "jumps", "soar", "soared", "soars", "surge", "surged", "surges", "rallied", "rebounded",
+       "strengthened", "strengthens", "boosted", "raised", "lifted", "hiked", "expanded", "widened", "up",
+       "higher", "faster", "stronger", "larger", "bigger")
+_DOWN = ("fall", "falls", "fell", "fallen", "falling", "drop", "dropped", "drops", "dropping", "decline",
+         "declined", "declines", "declining", "decrease", "decreased", "decreases", "decreasing", "shrank",
+         "shrunk", "shrinks", "slipped", "slips", "slumped", "plunged", "plunges", "tumbled", "weakened",
+         "weakens", "lost", "loses", "losing", "dipped", "sank", "narrowed", "contracted", "cut", "reduced",
+         "lowered", "down", "lower", "slower", "weaker", "smaller")
+_TRENDS = {**{w: 1 for w in _UP}, **{w: -1 for w in _DOWN}}
+"""Direction words next to a quantity: a claim that turns "rose 4.2%" into "dropped 4.2%" is an ``antonym``
+(bounds such as "more than", "up to" are the quantifier check's)."""
+_TREND_SKIP = frozenset({"percent", "per", "cent", "percentage", "point", "points", "pct", "basis", "bps"})
+_NOT_RATE = frozenset({"ago", "earlier", "later", "before", "after", "old", "since", "from", "prior"})
+_RATE_BREAK = re.compile(r"[,;:()\n.!?\u2013\u2014]")
 _CURRENCIES = frozenset("$\u20ac\u00a3\u00a5")
 
 # quantifier and modality scopes: a claim word of one scope against an evidence word of another
@@ -180,7 +245,10 @@ _SCOPES = {
 }
 _BOUNDS = (("at least", "min"), ("no fewer than", "min"), ("no less than", "min"), ("a minimum of", "min"),
            ("at most", "max"), ("up to", "max"), ("no more than", "max"), ("a maximum of", "max"),
-           ("more than", "min"), ("fewer than", "max"), ("less than", "max"))
+           ("more than", "min"), ("fewer than", "max"), ("less than", "max"), ("over", "min"), ("above", "min"),
+           ("under", "max"), ("below", "max"))
+_BARE_BOUNDS = frozenset({"over", "above", "under", "below"})
+"""One-word bounds: a bound only before a number ("over 18 students", not "over the years")."""
 _SCOPE_OF = {w: (dim, v) for dim, d in _SCOPES.items() for w, v in d.items()}
 _COMPATIBLE_SCOPES = frozenset({("some", "most"), ("most", "some"), ("some", "few"), ("few", "some"),
                                 ("should", "may"), ("may", "should")})
@@ -190,7 +258,7 @@ for _phrase, _val in sorted(_BOUNDS, key=lambda pv: -len(pv[0])):
     _BOUND_FIRST.setdefault(_phrase.split()[0], []).append((tuple(_phrase.split()), _val))
 _HAS_ANTONYM = frozenset(w for pair in ANTONYM_PAIRS for w in pair if " " not in w)
 _TRIGGERS = frozenset(set(_WORD_VALUES) | set(_SMALL) | _MONTHS | _WEEKDAYS | set(_BOUND_FIRST) | set(_SCOPE_OF)
-                      | _HAS_ANTONYM | {"dozen", "twice"} | {d + "s" for d in _WEEKDAYS})
+                      | _HAS_ANTONYM | {"dozen", "twice", "between"} | {d + "s" for d in _WEEKDAYS})
 """Lower-case words that can start a checked item (besides capitalised words and predicates)."""
 _DIGIT_RE = re.compile(r"\d")
 
@@ -373,11 +441,25 @@ def _word_number(toks, j: int, n: int):
             break
         seen += 1
         k += 1
-    if not seen or (seen == 1 and toks[j][3] == "one"):
+    if not seen or (seen == 1 and toks[j][3] == "one" and not _and_a_half(toks, k, n)):
         return None
     if toks[k - 1][3] == "and":
         k -= 1
+    if _and_a_half(toks, k, n):
+        return str((total + cur) + 0.5), k + 3  # "two and a half years"
     return str(total + cur), k
+
+
+def _bound_value(toks, k: int, n: int):
+    """The value a bound is about: the number at token ``k`` ("more than 8", "over eighteen"), or None."""
+    if k >= n:
+        return None
+    w = toks[k][3]
+    return w if w[:1].isdigit() else _WORD_VALUES.get(w)
+
+
+def _and_a_half(toks, k: int, n: int) -> bool:
+    return k + 2 < n and toks[k][3] == "and" and toks[k + 1][3] == "a" and toks[k + 2][3] == "half"
 
 
 def _unit_after(toks, j: int, hi: int):
@@ -391,6 +473,50 @@ def _unit_after(toks, j: int, hi: int):
             nxt = toks[j + 1][3] if j + 1 < hi else ""
             return "c" if nxt in ("celsius", "c", "centigrade") else "f" if nxt in ("fahrenheit", "f") else "deg"
         return u
+    return None
+
+
+def _period_after(text: str, toks, j: int, hi: int, pos: int):
+    """The time period a quantity is given per ("1.2 g of ibuprofen per day", "4,000 cubic metres a year",
+    "1,200 mg in 24 hours", "costs $5 daily"): ``"h"``, ``"day"``, ``"week"``, ``"month"``, ``"year"`` or None.
+
+    Looked for in the :data:`_PERIOD_REACH` words after token ``j`` (``pos``: where the quantity ends), up to a
+    clause break or another number; "a year ago" is a point in time, not a rate.
+    """
+    last = pos
+    for k in range(j, min(hi, j + _PERIOD_REACH)):
+        a, b, _, low, _ = toks[k]
+        if _RATE_BREAK.search(text, last, a):
+            return None
+        last = b
+        if low in _PERIOD_ADVERBS:
+            return _PERIOD_ADVERBS[low]
+        nxt = toks[k + 1][3] if k + 1 < hi else ""
+        if low in ("per", "a", "an", "each", "every") and nxt:
+            word = nxt[:-1] if nxt[-1:] == "s" and nxt[:-1] in _PERIODS else nxt
+            if word in _PERIODS and (low != "a" or nxt == word) and not (
+                    k + 2 < hi and toks[k + 2][3] in _NOT_RATE):
+                return _PERIODS[word]
+        if low in ("in", "every", "per", "within") and k + 2 < hi:
+            q = k + 2 if nxt in ("any", "a", "each") and k + 3 < hi else k + 1
+            if toks[q][3] == "24" and toks[q + 1][3] in ("hour", "hours"):
+                return "day"
+        if low[:1].isdigit():
+            return None
+    return None
+
+
+def _trend(toks, lo: int, hi: int, n: int):
+    """``(sign, start, end, word)`` of the direction word next to a quantity ("rose 4.2%", "down 7%", "10% slower",
+    "grew 12 percentage points"): +1 up, -1 down; None when there is none within two words."""
+    j = hi
+    while j < n and toks[j][3] in _TREND_SKIP:
+        j += 1
+    for k in (lo - 1, lo - 2, j, j + 1):
+        if 0 <= k < n and not lo <= k < hi:
+            sign = _TRENDS.get(toks[k][3])
+            if sign is not None and not (k + 1 < n and toks[k + 1][3] == "to" and toks[k][3] == "up"):
+                return sign, toks[k][0], toks[k][1], toks[k][2]
     return None
 
 
@@ -442,6 +568,7 @@ def _in_iso_date(text: str, a: int) -> bool:
 
 
 _FRACTIONS = frozenset("\u00bc\u00bd\u00be\u2153\u2154")
+_ORDINALS = frozenset({"st", "nd", "rd", "th"})
 
 
 _REFERENCES = frozenset({"step", "steps", "tep", "no", "item", "items", "part", "parts", "phase", "stage", "stages",
@@ -477,7 +604,8 @@ def _is_list_marker(text: str, a: int, b: int, toks, j: int) -> bool:
 
 
 def _negations(text: str, toks) -> set:
-    """Indices of the tokens a negation cue negates: the first content word after the cue, within
+    """Indices of the tokens a negation cue ("not", "never", "rather than", ...) negates: the first content
+    word after the cue, within
     _NEG_REACH words and the same clause; "X-free" negates X.  A double negation in one clause
     ("you cannot take a shot without focus") negates neither word."""
     n = len(toks)
@@ -488,7 +616,7 @@ def _negations(text: str, toks) -> set:
         low = t[3]
         if k and _CLAUSE_BREAK.search(text, toks[k - 1][1], t[0]):
             clause += 1
-        if low in _NEG_CUES:
+        if low in _NEG_CUES or (k and (low, toks[k - 1][3]) in _TWO_WORD_CUES):
             got = None
             for i in range(k + 1, min(n, k + 1 + _NEG_REACH)):
                 if _CLAUSE_BREAK.search(text, toks[i - 1][1], toks[i][0]):
@@ -585,8 +713,14 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
         hi_j = lo_j
         while hi_j < n and toks[hi_j][1] <= b:
             hi_j += 1
+        century = False
         if hi_j == lo_j and lo_j < n and toks[lo_j][0] == a and text[b:b + 1] == "s":
             hi_j += 1  # "1400s": the word runs past the number
+        elif hi_j == lo_j and lo_j + 1 < n and toks[lo_j][0] == a and text[b:b + 2].lower() in _ORDINALS \
+                and toks[lo_j + 1][3] in ("century", "centuries") and m.text.isdigit() and 0 < int(m.text) <= 30:
+            hi_j += 2  # "the 12th century": the 1100s
+            century = True
+            b = toks[lo_j + 1][1]
         if hi_j == lo_j:
             continue
         taken.update(range(lo_j, hi_j))
@@ -606,9 +740,13 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
                 text[toks[lo_j - 1][1]:a] == " " and toks[lo_j - 1][3] not in _CALENDAR_WORDS
                 and (toks[lo_j - 1][2][:1].isupper() or toks[lo_j - 1][3] in _REFERENCES)):
             continue  # a chapter and verse ("John 16:13"), not a time
-        if not kind and m.text.isdigit() and len(m.text) == 4 and (
+        if century:
+            kind, key = "century", str((int(m.text) - 1) * 100)
+        elif not kind and m.text.isdigit() and len(m.text) == 4 and m.text.endswith("00") and text[b:b + 1] == "s":
+            kind = "century"  # "the 1400s": the 15th century
+        elif not kind and m.text.isdigit() and len(m.text) == 4 and (
                 1500 <= int(m.text) <= 2100 or (text[b:b + 1] == "s" and m.text.endswith("0"))):
-            kind = "year"  # a year, or a decade or century ("the 1400s")
+            kind = "year"  # a year, or a decade ("the 1990s")
         if kind == "time" and hi_j + 2 < n and toks[hi_j][3] in ("in", "at") and key[1:].split(":")[0].isdigit():
             part = toks[hi_j + 2][3] if toks[hi_j + 1][3] == "the" else toks[hi_j + 1][3]
             hour = int(key[1:].split(":")[0])
@@ -628,7 +766,9 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
         if unit is None and text[b:b + 1] == "\u00b0":
             unit = "f" if text[b + 1:b + 2] == "F" else "c" if text[b + 1:b + 2] == "C" else "deg"
         approx = any(toks[k][3] in _APPROX for k in range(max(0, lo_j - 2), lo_j))
-        items.append(_Item("number", key, (kind, unit, approx), _slot_(toks, 0, n, lo_j, hi_j), a, b,
+        period = _period_after(text, toks, hi_j, n, b) if kind not in ("time", "year", "century") else None
+        trend = _trend(toks, lo_j, hi_j, n) if kind not in ("time", "year", "century") else None
+        items.append(_Item("number", key, (kind, unit, approx, period, trend), _slot_(toks, 0, n, lo_j, hi_j), a, b,
                            text[a:b], chunk, field, seg, lo_j))
     covered = set()
     title = None  # whether the segment is a headline in title case (made on the first capital)
@@ -645,7 +785,9 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
                 taken.update(range(j, k))
                 approx = any(toks[i][3] in _APPROX for i in range(max(0, j - 2), j))
                 b = toks[k - 1][1]
-                items.append(_Item("number", v, ("", _unit_after(toks, k, n), approx), _slot_(toks, 0, n, j, k),
+                items.append(_Item("number", v, ("", _unit_after(toks, k, n), approx,
+                                                 _period_after(text, toks, k, n, b), _trend(toks, j, k, n)),
+                                   _slot_(toks, 0, n, j, k),
                                    a, b, text[a:b], chunk, field, seg, j))
                 continue
         if low[-1:] == "s" and low[:-1] in _WEEKDAYS:
@@ -674,13 +816,20 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
                     if any(toks[i][3] in _NEG_CUES for i in range(max(0, j - 2), j)):
                         val = "max" if val == "min" else "min"  # "not more than"
                     nxt = k + 1 if k < n and toks[k][3] == "a" else k
-                    bound_of = None
-                    if nxt < n:
-                        bound_of = toks[nxt][3] if toks[nxt][3][:1].isdigit() else _WORD_VALUES.get(toks[nxt][3])
+                    bound_of = _bound_value(toks, nxt, n)
+                    if bound_of is None and low in _BARE_BOUNDS:
+                        break
                     bb = toks[k - 1][1]
                     items.append(_Item("scope", ("bound", val), bound_of, _slot_(toks, 0, n, j, k), a, bb,
                                        text[a:bb], chunk, field, seg, j))
                     break
+        if low == "between" and j + 3 < n and toks[j + 2][3] == "and":
+            lo_v, hi_v = _bound_value(toks, j + 1, n), _bound_value(toks, j + 3, n)
+            if lo_v is not None and hi_v is not None:  # "between 12 and 18": at least 12, at most 18
+                bb = toks[j + 3][1]
+                for val, v in (("min", lo_v), ("max", hi_v)):
+                    items.append(_Item("scope", ("bound", val), v, _slot_(toks, 0, n, j, j + 4), a, bb,
+                                       text[a:bb], chunk, field, seg, j))
         if low in _SCOPE_OF and j not in covered:
             dim, val = _SCOPE_OF[low]
             if not (low in ("may", "can") and j == 0) and not (j and toks[j - 1][3] in _NEG_CUES):
@@ -745,7 +894,9 @@ class EvidenceUnits:
                         st = _content_stem(low)
                     if st is not None:
                         postings.setdefault(st, set()).add(seg)
-                if not lows.isdisjoint(_NEG_CUES) or "free" in lows:
+                    elif low.isdigit():
+                        postings.setdefault("#" + low, set()).add(seg)  # a value, for sentences_for
+                if not lows.isdisjoint(_NEG_CUES) or "free" in lows or "rather" in lows or "instead" in lows:
                     toks = self.tokens(seg)
                     self.neg_stems.update(toks[j][4] for j in self.negated(seg) if j)
         self.postings = postings
@@ -755,6 +906,8 @@ class EvidenceUnits:
         self.lower = lower
         """Words the context writes in lower case somewhere: a capitalised one of them is not a name."""
         self._seg_items: dict = {}
+        self._values: dict = {}
+        self._stems: dict = {}
         self._pred_items: dict = {}
         self._marked: dict = {}
 
@@ -805,14 +958,32 @@ class EvidenceUnits:
             if field:
                 it.near = frozenset()
                 if it.cls == "number" and it.info[1] is None and label_unit is not None and it.info[0] != "time":
-                    it.info = (it.info[0], label_unit, it.info[2])
+                    it.info = (it.info[0], label_unit) + it.info[2:]
             for st in it.slot:
                 index.setdefault((it.cls, st), []).append(it)
         got = self._seg_items[seg] = (items, index)
         return got
 
+    def seg_stems(self, seg: int) -> frozenset:
+        """The content stems of evidence sentence ``seg``, and its digits as ``"#" + digits``."""
+        got = self._stems.get(seg)
+        if got is None:
+            got = self._stems[seg] = frozenset(t[4] if t[4] is not None else "#" + t[3] for t in self.tokens(seg)
+                                               if t[4] is not None or t[3].isdigit())
+        return got
+
+    def seg_values(self, seg: int) -> frozenset:
+        """The values of the numbers evidence sentence ``seg`` states."""
+        got = self._values.get(seg)
+        if got is None:
+            got = self._values[seg] = frozenset(it.key for it in self.segment_items(seg)[0] if it.cls == "number")
+        return got
+
     def sentences_for(self, stems) -> list:
-        """Evidence sentences sharing at least MIN_SLOT of ``stems`` (record lines: one), in order."""
+        """Evidence sentences sharing at least MIN_SLOT of ``stems`` (record lines: one), in order.
+
+        ``stems`` may hold values as ``"#" + digits`` ("#48"): a sentence that states the claim's numbers
+        is about what the claim is about."""
         counts: dict = {}
         for st in stems:
             for seg in self.postings.get(st, ()):
@@ -923,9 +1094,10 @@ def _field_check(text: str, toks, ev: EvidenceUnits) -> list:
         else:
             continue
         negated = any(lows[q] in _NEG_CUES or lows[q] == "non" for q in range(max(0, pos - 3), pos))
-        if not negated:  # "no WiFi, outdoor seating or alcohol": one cue over a list
+        if not negated:  # "no WiFi, outdoor seating or alcohol": one cue over a list, within its clause
             cue = max((q for q in range(pos) if lows[q] in _NEG_CUES), default=None)
-            negated = cue is not None and any(lows[q] in ("or", "nor") for q in range(cue, pos))
+            negated = cue is not None and any(lows[q] in ("or", "nor") for q in range(cue, pos)) \
+                and not _LIST_END.search(text, toks[cue][1], toks[pos][0])
         if not negated:  # "pets are not allowed", "breakfast isn't included"
             q = last + 1
             while q < len(toks) and lows[q] in _COPULA:
@@ -953,9 +1125,14 @@ def _same_clock(a, b) -> bool:
 
 
 def _number_same(a, b) -> str | None:
-    """``None`` when evidence number ``b`` agrees with claim number ``a``; else the check it contradicts."""
-    (ka, ua, approx), (kb, ub, _) = a.info, b.info
+    """``None`` when evidence number ``b`` agrees with claim number ``a``; else the check it contradicts.
+
+    Two quantities of one value given per different periods ("1.2 g per week" against "1,200 mg in 24
+    hours") contradict under ``unit``; of different values per different periods they are not compared.
+    """
+    (ka, ua, approx, pa, _), (kb, ub, _, pb, _) = a.info, b.info
     cur_a, cur_b = ka in _CURRENCIES, kb in _CURRENCIES
+    agree = "unit" if pa and pb and pa != pb else None
     if ka == "time" or kb == "time":
         if ka != kb:
             return "skip"
@@ -966,7 +1143,7 @@ def _number_same(a, b) -> str | None:
         pass
     elif cur_a != cur_b:
         return "skip"  # money against a plain number
-    elif (ka == "year") != (kb == "year"):
+    elif (ka == "year") != (kb == "year") or (ka == "century") != (kb == "century"):
         return "skip"
     elif ka in ("%",) and kb not in ("%",) and ub not in ("pt", "bp", "%"):
         return "skip"
@@ -980,28 +1157,30 @@ def _number_same(a, b) -> str | None:
             return "unit"
         if (ka == "%") != (kb == "%") and (ua in ("pt", "bp") or ub in ("pt", "bp")):
             return "unit"
-        return None
+        return agree
     if ua and ub and _GROUPS.get(ua) != _GROUPS.get(ub):
         return "skip"
     if ua and ub and ua != ub and not (ua in _BASE and ub in _BASE) and "deg" not in (ua, ub):
-        return "skip"  # units we do not convert (Celsius and Fahrenheit, months and days)
+        return "skip"  # units we do not convert (Celsius and Fahrenheit)
     if ua in _BASE and ub in _BASE and ua != ub:
         try:
             x, y = float(a.key) * _BASE[ua], float(b.key) * _BASE[ub]
-            if abs(x - y) <= 0.02 * max(abs(x), abs(y)):
-                return None  # a conversion: 1.2 g is 1,200 mg
+            if abs(x - y) <= (0.1 if approx else 0.02) * max(abs(x), abs(y)):
+                return agree  # a conversion: 1.2 g is 1,200 mg, two and a half years are 30 months
         except ValueError:
             pass
     if (ua is None) != (ub is None) and not (cur_a or cur_b or ka == "%" or b.field):
         return "skip"
-    if approx:
+    if approx and not (ua in _BASE and ub in _BASE and ua != ub):
         try:
             x, y = float(a.key), float(b.key)
             if abs(x - y) <= 0.1 * max(abs(x), abs(y)):
-                return None
+                return agree
         except ValueError:
             pass
-    return "date" if ka == "year" else "number"
+    if pa and pb and pa != pb:
+        return "skip"  # 1,200 mg a day may be 8,400 mg a week
+    return "date" if ka in ("year", "century") else "number"
 
 
 def _disagrees(a, b) -> str | None:
@@ -1052,8 +1231,13 @@ def _disagrees(a, b) -> str | None:
 
 
 def _check_item(item, ev: EvidenceUnits, claim_words: set, query_words: set, claim_values=frozenset(), segs=None,
-                out_lower=frozenset()):
-    """The finding for one claim item, or None."""
+                out_lower=frozenset(), anchors=frozenset()):
+    """The finding for one claim item, or None.
+
+    ``anchors``: the values the claim unit states; for a number, an evidence sentence that states two or
+    more of the others too shares two more slot words with it, and its items of the same value are compared ("went up by 12%, from 36% in 2020 to 48% in
+    2024" is about the sentence that holds 36%, 2020, 48% and 2024).
+    """
     if item.cls == "name" and (item.key in ev.lower or item.key in out_lower):
         return None  # a common word capitalised ("Photos", "Insurance"), not a name
     if item.cls in ("number", "name", "date") and item.text.lower() in query_words and item.cls != "number":
@@ -1063,11 +1247,23 @@ def _check_item(item, ev: EvidenceUnits, claim_words: set, query_words: set, cla
     if item.cls == "pred" and not item.info[0] and item.key not in ev.neg_stems:
         return None
     cands = ev.candidates(item, segs)
+    anchors = anchors - {item.key} if item.cls == "number" else ()
+    if anchors and segs:
+        for seg in segs:  # the same value in a sentence that states the claim's other values
+            if item.key in ev.seg_values(seg) and len(anchors & ev.seg_values(seg)) >= 2:
+                for b in ev.segment_items(seg)[0]:
+                    if b.cls == "number" and b.key == item.key and b not in cands:
+                        cands[b] = 0
     if not cands:
         return None
     best_same, same_item, best_diff, which, check = 0, None, 0, None, None
+    unit = item.info[1] if item.cls == "number" and item.info[0] != "time" else None
     for iid, shared in cands.items():
         b = iid
+        if anchors:
+            common = len(anchors & ev.seg_values(b.seg))
+            if common >= 2:  # one shared value is chance; two or more place the sentence
+                shared += 2
         if item.cls == "name" and (b.key in ev.lower or b.key in out_lower):
             continue
         verdict = _disagrees(item, b)
@@ -1082,9 +1278,12 @@ def _check_item(item, ev: EvidenceUnits, claim_words: set, query_words: set, cla
         else:
             labelled = True
             score = shared + 2 * len(item.near & b.near)
-        if item.cls == "number" and item.info[1] is not None and item.info[1] == b.info[1] \
-                and item.info[0] != "time":
+        if unit is not None and item.info[3] is not None and item.info[3] == b.info[3]:
+            score += 1  # the same period ("per day" and "in 24 hours")
+        if unit is not None and unit == b.info[1]:
             score += 1  # the same unit ("mg" and "mg"); a time's "clock" is not one
+        elif unit is not None and b.info[1] is None and not b.field:
+            score -= 1  # "twelve tablets" is less about a bare "12" than about "8 tablets"
         if verdict is None:
             if score > best_same or (score == best_same and same_item is not None
                                      and (b.seg, b.start) < (same_item.seg, same_item.start)):
@@ -1099,15 +1298,23 @@ def _check_item(item, ev: EvidenceUnits, claim_words: set, query_words: set, cla
         if not labelled:
             continue
         if verdict in ("quantifier", "antonym") and not b.field and not (item.near & b.near) \
-                and not (item.cls == "scope" and item.key[0] == "bound"):
-            continue  # a scope or opposite word only counts next to the same word
+                and not (item.cls == "scope" and item.key[0] == "bound") \
+                and not (verdict == "quantifier" and shared >= _SCOPE_SLOT):
+            continue  # a scope or opposite word only counts next to the same word, or (a scope word) in a
+            # slot of _SCOPE_SLOT shared words ("always causes delays" against "frequently causes ...")
         need = 1 if b.field and item.cls in ("number", "date") else 3 if item.cls == "pred" else MIN_SLOT
+        if verdict == "unit" and item.key == b.key:
+            need = 1  # one value in two units of one dimension ("-20\u00b0F", "minus 20 degrees Celsius")
         if shared < need:
             continue
         if score > best_diff or (score == best_diff and which is not None
                                  and (b.seg, b.start) < (which.seg, which.start)):
             best_diff, which, check = score, b, verdict  # ties: the first in the context, whatever the set order
     if which is None or best_diff <= best_same:
+        if item.cls == "number" and same_item is not None and best_same >= MIN_SLOT + 1:
+            ta, tb = item.info[4], same_item.info[4]
+            if ta and tb and ta[0] != tb[0]:  # "dropped 4.2%" against "rose 4.2%"
+                return Finding("antonym", ta[1], ta[2], ta[3], tb[3], same_item.chunk, tb[1], tb[2])
         return None
     d = which
     if same_item is not None and same_item.seg == d.seg and len(item.near & same_item.near) >= len(item.near & d.near):
@@ -1124,14 +1331,77 @@ def _check_item(item, ev: EvidenceUnits, claim_words: set, query_words: set, cla
     return Finding(check, item.start, item.end, item.text, b.text, b.chunk, b.start, b.end)
 
 
+def _displaced_name(items, toks, ev: EvidenceUnits, unit_start: int, claim_words: set, query_words: set):
+    """A ``displaced`` finding: a name of the context placed where another name stands: the claim's words
+    sit together in one evidence sentence (three or more of them) beside another name (in the same slot),
+    while the sentences that hold the claim's name (and the sentences on either side of them in the same
+    chunk) share at most one of those words.
+
+    "The architect David Mitchell designed the Royal Exhibition Building" against "... designed by architect
+    Joseph Reed ..." and, elsewhere, "constructed by the builder David Mitchell".
+    """
+    runs = _name_runs(items, unit_start)
+    if not runs:
+        return None
+    claim = {t[4] for t in toks if t[4] is not None and t[0] >= unit_start}
+    counts = None
+    for run in runs:
+        keys = [it.key for it in run]
+        if any(k in query_words for k in keys):
+            continue
+        segs = set.intersection(*(ev.words.get(k, set()) for k in keys))
+        if not segs:
+            continue  # a name the context lacks is unsupported, not displaced
+        own = {stem(it.key) for it in run}
+        words = claim - own
+        if len(words) < _DISPLACED_MIN:
+            continue
+        counts = {}
+        for st in words:
+            for g in ev.postings.get(st, ()):
+                counts[g] = counts.get(g, 0) + 1
+        best = max(counts.values(), default=0)
+        if best < _DISPLACED_MIN:
+            continue
+        near = set(segs)
+        for g in segs:
+            near.update(h for h in (g - 1, g + 1) if 0 <= h < len(ev.spans) and ev.spans[h][0] == ev.spans[g][0])
+        held = max((counts.get(g, 0) for g in near), default=0)
+        if best - held < _DISPLACED_MIN or held > 1:
+            continue
+        first = run[0]
+        for g in sorted(g for g, c in counts.items() if c == best):
+            if g in near:
+                continue
+            # the name standing in the claim name's place: the same neighbour word first, then the most
+            # shared slot words, then the first in the sentence
+            others = [b for b in ev.segment_items(g)[0]
+                      if b.cls == "name" and b.info is None and b.key not in claim_words and not b.field]
+            if not others:
+                continue
+            b = max(others, key=lambda b: (len(first.near & b.near), len(first.slot & b.slot), -b.pos))
+            if len(first.slot & b.slot) < MIN_SLOT:
+                continue
+            names = {it.pos: it for it in ev.segment_items(g)[0] if it.cls == "name"}
+            end = b
+            while end.pos + 1 in names:
+                end = names[end.pos + 1]
+            k = ev.spans[g][0]
+            return Finding("displaced", first.start, run[-1].end, " ".join(it.text for it in run),
+                           ev.chunk_texts[k][b.start:end.end], b.chunk, b.start, end.end)
+    return None
+
+
 def _role_check(items, toks, ev: EvidenceUnits):
     names = [it for it in items if it.cls == "name"]
     if len(names) < 2:
         return None
+    # words of one multi-word name ("Talvo" and "Foods" of "Talvo Foods beat Talvo Foods") are not two parties
+    together = {(x.key, y.key) for r in _name_runs(items, 0) for x in r for y in r}
     for x in range(len(names)):
         for y in range(x + 1, len(names)):
             a, b = names[x], names[y]
-            if a.key == b.key or b.pos - a.pos < 2:
+            if a.key == b.key or b.pos - a.pos < 2 or (a.key, b.key) in together:
                 continue
             between_c = toks[a.pos + 1:b.pos]
             if len(between_c) > 6:
@@ -1168,11 +1438,125 @@ def _role_check(items, toks, ev: EvidenceUnits):
     return None
 
 
+def _name_runs(items, unit_start: int) -> list:
+    """The claim unit's names as runs of adjacent name items ("Harwick City")."""
+    runs, run = [], []
+    for it in items:
+        if it.cls != "name" or it.start < unit_start:
+            continue
+        if run and it.pos == run[-1].pos + 1:
+            run.append(it)
+        else:
+            run = [it]
+            runs.append(run)
+    return runs
+
+
+def _order_swap(text: str, items, toks, ev: EvidenceUnits, unit_start: int):
+    """A ``role`` finding from name order: two names of the claim, a predicate between them, stand in the
+    other order in the evidence sentence that shares most of the claim's words ("Dunmore Athletic won the
+    cup final, beating Harwick City" against "Harwick City beat Dunmore Athletic ... in the cup final").
+
+    A passive ("by") on one side only, or names further apart than :data:`_ORDER_GAP` words, are left alone.
+    """
+    # names the context has ("A320s" between two airlines is not one of the pair); not months, weekdays
+    # or all-capital words (a "PAID" stamp, a "PAC" code)
+    runs = [r for r in _name_runs(items, unit_start) if all(it.key in ev.words for it in r)
+            and not any(it.key in _CALENDAR_WORDS or (it.text.isupper() and len(it.text) > 1) for it in r)]
+    if len(runs) < 2:
+        return None
+    names = {it.key for r in runs for it in r}
+    claim = {t[4] if t[4] is not None else "#" + t[3] for t in toks
+             if t[0] >= unit_start and t[3] not in names and (t[4] is not None or t[3].isdigit())}
+    if len(claim) < MIN_SLOT:
+        return None
+    for x in range(len(runs) - 1):
+        for y in (x + 1,):  # neighbouring names only: "a court ordered A to pay B" is not about the court
+            ra, rb = runs[x], runs[y]
+            ka, kb = {it.key for it in ra}, {it.key for it in rb}
+            ka, kb = ka - kb, kb - ka  # "Declan Keane" and "Orla Keane": told apart by their first names
+            if not ka or not kb:
+                continue
+            between = toks[ra[-1].pos + 1:rb[0].pos]
+            if len(between) > _ORDER_GAP or not any(t[4] is not None and not t[2][:1].isupper() for t in between):
+                continue  # no predicate between them ("Olympia and York")
+            gap = text[ra[-1].end:rb[0].start].strip()
+            if any(t[3] in _CONNECTIVES for t in between) or gap[:1] == "," or gap[-1:] == ",":
+                continue  # another clause ("Finn's resignation comes after the Pope ..."), an apposition
+            # the sentences that hold every word of both names ("Gulf Oil" is not "Gulf Canada Resources"),
+            # not record lines
+            segs = {g for g in set.intersection(*(ev.words.get(k, set()) for k in ka | kb)) if not ev.fields[g]}
+            if not segs:
+                continue
+            # the sentence sharing most of the claim's words that holds the two names in the other order, and
+            # none holding them in the claim's order that shares as many
+            best, seg, kept = 0, None, 0
+            for g in sorted(segs):
+                named = [it for it in ev.segment_items(g)[0] if it.cls == "name"]
+                pa = [it.pos for it in named if it.key in ka]
+                pb = [it.pos for it in named if it.key in kb]
+                if not pa or not pb:
+                    continue
+                shared = len(claim & ev.seg_stems(g))
+                if min(pa) > max(pb):
+                    if shared > best:
+                        best, seg = shared, g
+                else:
+                    kept = max(kept, shared)
+            if seg is None or best < MIN_SLOT or kept >= best:
+                continue
+            named = [it for it in ev.segment_items(seg)[0] if it.cls == "name"]
+            pa = [it for it in named if it.key in ka]
+            pb = [it for it in named if it.key in kb]
+            ea, eb = max(pb, key=lambda it: it.pos), min(pa, key=lambda it: it.pos)
+            etoks = ev.tokens(seg)
+            between_e = etoks[ea.pos + 1:eb.pos]
+            gap_e = ev.chunk_texts[ev.spans[seg][0]][ea.end:eb.start].strip()
+            if len(between_e) > _ORDER_GAP or any(t[3] in _CONNECTIVES for t in between_e) \
+                    or not any(t[4] is not None and not t[2][:1].isupper() for t in between_e) \
+                    or gap_e[:1] == "," or gap_e[-1:] == ",":
+                continue  # another clause, no predicate, or an apposition ("Aaron Hernandez, the former ...")
+            if any(t[3] == "by" for t in between) != any(t[3] == "by" for t in between_e):
+                continue  # "A was bought by B" against "B bought A"
+            if _CLAUSE_TURN.search(ev.chunk_texts[ev.spans[seg][0]], ea.end, eb.start) \
+                    and "," not in text[ra[-1].end:rb[0].start]:
+                continue  # "B missed a payment, prompting A to ...": another clause, not A's role
+            at = {it.pos: it for it in named}
+            while ea.pos - 1 in at:
+                ea = at[ea.pos - 1]
+            while eb.pos + 1 in at:
+                eb = at[eb.pos + 1]
+            k = ev.spans[seg][0]
+            text = ev.chunk_texts[k]
+            return Finding("role", ra[0].start, rb[-1].end, " ".join(it.text for it in ra) + " ... "
+                           + " ".join(it.text for it in rb), text[ea.start:eb.end], ea.chunk, ea.start, eb.end)
+    return None
+
+
+def _unsupported_claim(text: str, toks, ev: EvidenceUnits, unit_start: int, unit_end: int, query_stems):
+    """An ``unsupported`` finding: a claim unit most of whose content words the context and the query lack."""
+    words = [t for t in toks if t[4] is not None and t[0] >= unit_start]
+    if len(words) < UNSUPPORTED_MIN:
+        return None
+    novel = [t for t in words if t[4] not in ev.postings and t[4] not in query_stems]
+    if len(novel) < UNSUPPORTED_MIN or len(novel) < UNSUPPORTED_SHARE * len(words):
+        return None
+    start = next(t[0] for t in toks if t[0] >= unit_start)
+    end = max(t[1] for t in toks)
+    return Finding("unsupported", start, end, text[start:end], ", ".join(dict.fromkeys(t[2] for t in novel)),
+                   -1, 0, 0)
+
+
 @lru_cache(maxsize=4096)
 def _query_words(query: str) -> frozenset:
     words = {w.lower() for w in _WORD_RE.findall(query)}
     words.update(m.value for m in extract_numbers(query))
     return frozenset(words)
+
+
+@lru_cache(maxsize=4096)
+def _query_stems(query: str) -> frozenset:
+    return frozenset(t[4] for t in _tokens(query, 0, len(query)) if t[4] is not None)
 
 
 def claim_checks(output: str, sentences, ev: EvidenceUnits, query: str = "", claim_spans=None) -> tuple[dict, list]:
@@ -1203,6 +1587,7 @@ def claim_checks(output: str, sentences, ev: EvidenceUnits, query: str = "", cla
     counts = {c: np.zeros(n) for c in CHECKS}
     findings: list[list[Finding]] = [[] for _ in range(n)]
     qw = _query_words(query or "")
+    qs = _query_stems(query or "")
     out_tokens = _WORD_RE.findall(output)
     out_words = {w.lower() for w in out_tokens}
     out_lower = {w for w in out_tokens if w.islower()}
@@ -1238,9 +1623,22 @@ def claim_checks(output: str, sentences, ev: EvidenceUnits, query: str = "", cla
                 and (it.key not in ev.words or it.key in ev.lower or it.key in out_lower))]
             claim_words = {t[3] for t in toks} | out_words
             values = {it.key for it in items if it.cls == "number"} | sent_values
-            segs = ev.sentences_for({t[4] for t in toks if t[4] is not None}) if items else []
-            found = [_check_item(it, ev, claim_words, qw, values, segs, out_lower) for it in items]
-            found.append(_role_check(items, toks, ev))
+            # the evidence sentences sharing two words or values with the claim
+            segs = ev.sentences_for({t[4] if t[4] is not None else "#" + t[3] for t in toks
+                                     if t[4] is not None or t[3].isdigit()}) if items else []
+            anchors = frozenset(it.key for it in items if it.cls == "number")
+            found = [_check_item(it, ev, claim_words, qw, values, segs, out_lower, anchors) for it in items]
+            found.append(_role_check(items, toks, ev) or _order_swap(output, items, toks, ev, a))
+            moved = _displaced_name(items, toks, ev, a, claim_words, qw)
+            if moved is not None:
+                for k, f in enumerate(found):
+                    if f is not None and f.check == "entity" and moved.start <= f.start < moved.end:
+                        # the entity check caught the name too: keep its finding, with the evidence of the
+                        # name that stands in the same slot (a word-level pairing can show a weaker one)
+                        found[k] = Finding("entity", moved.start, moved.end, moved.mention, moved.evidence,
+                                           moved.chunk, moved.ev_start, moved.ev_end)
+                found.append(moved)
+            found.append(_unsupported_claim(output, toks, ev, a, b, qs))
             found.extend(_field_check(output, toks, ev))
             for f in found:
                 if f is None or f.start < a:

@@ -71,8 +71,12 @@ class _ScoreClassifier(ClassifierMixin, BaseEstimator):
 
 
 FLOOR_CHECKS = ("check.number.v1", "check.unit.v1", "check.date.v1", "check.negation.v1", "check.antonym.v1",
-                "check.entity.v1", "check.role.v1", "check.quantifier.v1", "check.field.v1")
-"""The response features whose firing can floor the risk (``Detector(evidence_floor=True)``)."""
+                "check.entity.v1", "check.role.v1", "check.quantifier.v1", "check.field.v1", "check.displaced.v1")
+"""The response features whose firing can floor the risk (``Detector(evidence_floor=True)``).
+
+``check.unsupported.v1`` (a claim unit the context does not support) is a feature and a reason, not a floor:
+floored, it cost RAGTruth ``cv5`` 0.013 F1 and 0.009 AUROC (QA answers there often add general knowledge the
+annotators accept) and bought the development suite nothing (docs/RESULTS.md, issue 9 session 4)."""
 FLOOR_MIN_PRECISION = 0.35
 """A check floors the risk only where its estimated precision is at least this: the start of the default
 policy's escalate band (:class:`evqual.scoring.Policy`), so an answer on which a check fires that is right

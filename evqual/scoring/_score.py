@@ -134,7 +134,8 @@ def score_examples(detector, examples, *, policy: Policy | None = None) -> list[
         gaps = [sentence_reasons(ex, an, i, citation=cites[i]) for i in range(len(offsets))]
         by_risk = srisk >= sthr if len(offsets) else np.zeros(0, dtype=bool)
         flagged = by_risk | holds_span
-        found = [len(f) for f in getattr(an, "findings", ())]
+        # contradictions only: an unsupported claim unit is a gap (a reason), not a contradiction
+        found = [sum(x.check != "unsupported" for x in f) for f in getattr(an, "findings", ())]
         if decision.flagged and len(found) == len(offsets):
             # a flagged answer's contradictions are shown where they are
             flagged = flagged | (np.asarray(found) > 0)

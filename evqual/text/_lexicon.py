@@ -49,7 +49,10 @@ ANTONYM_PAIRS: tuple[tuple[str, str], ...] = (
     ("domestic", "foreign"), ("minimum", "maximum"), ("mild", "severe"), ("acute", "chronic"),
     ("benign", "malignant"), ("wet", "dry"), ("clean", "dirty"), ("present", "absent"),
     ("present", "absent"), ("visible", "invisible"), ("permanent", "temporary"), ("optional", "mandatory"),
-    ("voluntary", "mandatory"), ("free", "paid"), ("open", "shut"),
+    ("voluntary", "mandatory"), ("free", "paid"), ("open", "shut"), ("upheld", "overturned"),
+    ("uphold", "overturn"), ("upholds", "overturns"), ("strengthened", "weakened"), ("passed", "rejected"),
+    ("grew", "shrank"), ("grew", "declined"), ("increased", "declined"), ("rose", "declined"), ("rose", "dropped"),
+    ("gained", "dropped"), ("acquitted", "convicted"), ("allowed", "banned"), ("granted", "denied"),
 )
 """Pairs of opposite words (each pair also read the other way)."""
 
