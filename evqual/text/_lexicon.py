@@ -6,7 +6,7 @@ evidence checks; every entry is lower case.
 
 >>> from evqual.text import ANTONYM_PAIRS, antonyms_of
 >>> sorted(antonyms_of("increased"))
-['decreased']
+['declined', 'decreased']
 >>> ("approved", "rejected") in ANTONYM_PAIRS
 True
 """
