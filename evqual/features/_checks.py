@@ -1344,7 +1344,6 @@ def _displaced_name(items, toks, ev: EvidenceUnits, unit_start: int, claim_words
     if not runs:
         return None
     claim = {t[4] for t in toks if t[4] is not None and t[0] >= unit_start}
-    counts = None
     for run in runs:
         keys = [it.key for it in run]
         if any(k in query_words for k in keys):
