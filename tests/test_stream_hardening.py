@@ -57,6 +57,14 @@ def check_one_per_line(records, n_lines):
             assert math.isfinite(r["risk"]) and 0.0 <= r["risk"] <= 1.0
 
 
+def record_lines(lines) -> int:
+    """Lines that get an output line: all but the blank ones at the end of the file."""
+    n = len(lines)
+    while n and not lines[n - 1].strip():
+        n -= 1
+    return n
+
+
 def write_raw(path, lines):
     path.write_bytes(b"".join((ln if isinstance(ln, bytes) else ln.encode("utf-8")) + b"\n" for ln in lines))
     return path
@@ -381,8 +389,8 @@ def test_fuzzed_lines_never_stop_the_stream(det, tmp_path_factory, lines, batch)
     path = tmp_path_factory.mktemp("fuzz") / "in.jsonl"
     path.write_bytes(b"\n".join(lines) + b"\n")
     records, n_ok, n_bad = run_score(det, path, batch_size=batch)
-    check_one_per_line(records, len(lines))
-    assert n_ok + n_bad == len(lines)
+    check_one_per_line(records, record_lines(lines))
+    assert n_ok + n_bad == record_lines(lines)
     # the loaders agree with the stream on which lines are good (a repeated id is bad, E108)
     seen, good_lines = set(), []
     for n, ex, _ in iter_records(path):
@@ -405,7 +413,7 @@ def test_fuzzed_lines_through_the_cli(tmp_path_factory, lines, capsys):
     err = capsys.readouterr().err
     assert status in (0, 1) and "Traceback" not in err
     records = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
-    check_one_per_line(records, len(lines))
+    check_one_per_line(records, record_lines(lines))
     assert status == (1 if any("error" in r for r in records) else 0)
     # featurize keeps every good line too
     csv = folder / "f.csv"
@@ -460,3 +468,37 @@ def test_featurize_csv_keeps_one_row_per_answer_whatever_the_id(tmp_path, bad_id
     assert main(["featurize", "--data", str(src), "--out", str(csv_path), "--no-progress"]) == 0
     back = pd.read_csv(csv_path, dtype={"id": str}, keep_default_na=False)
     assert len(back) == 1 and back["id"].tolist() == [bad_id]
+
+
+# ---------------------------------------------------------------- friction a new user hit (issue 10, section 3)
+def test_a_utf8_byte_order_mark_before_the_first_line_is_not_data(det, tmp_path):
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + good(1).encode("utf-8") + b"\n" + good(2).encode("utf-8") + b"\n")
+    records, n_ok, n_bad = run_score(det, path)
+    assert (n_ok, n_bad) == (2, 0) and [r["id"] for r in records] == ["g1", "g2"]
+    assert [ex.id for ex in load_jsonl(path).examples] == ["g1", "g2"]
+
+
+def test_blank_lines_at_the_end_are_no_records_but_a_blank_line_before_a_record_is_reported(det, tmp_path):
+    path = write_raw(tmp_path / "blanks.jsonl", [good(1), "", good(3), "", "  "])
+    records, n_ok, n_bad = run_score(det, path)
+    assert (n_ok, n_bad) == (2, 1)
+    assert [(r["line"], "error" in r) for r in records] == [(1, False), (2, True), (3, False)]
+    assert records[1]["issues"][0]["code"] == "E101"
+
+
+def test_error_records_keep_the_id_of_their_line(det, tmp_path):
+    path = write_raw(tmp_path / "ids.jsonl", [good(1), json.dumps({"id": "no-context", "output": "x"}),
+                                              json.dumps({"id": 7, "context": "c"}), "{broken"])
+    records, n_ok, n_bad = run_score(det, path)
+    assert (n_ok, n_bad) == (1, 3)
+    assert [r.get("id") for r in records] == ["g1", "no-context", "7", None]
+    assert [[n, i] for n, _, _, i in iter_records(path, with_ids=True)] == [[1, "g1"], [2, "no-context"],
+                                                                            [3, "7"], [4, None]]
+
+
+def test_the_cli_exits_0_on_a_file_ending_in_blank_lines(tmp_path, capsys):
+    path = write_raw(tmp_path / "in.jsonl", [good(1), "", ""])
+    out = tmp_path / "out.jsonl"
+    assert main(["score", str(path), "--out", str(out), "--no-progress"]) == 0
+    assert len(out.read_text().splitlines()) == 1

@@ -173,6 +173,9 @@ def _type_name(value) -> str:
     return "an integer literal too long to read" if isinstance(value, LongInt) else type(value).__name__
 
 
+_BOM = b"\xef\xbb\xbf"
+
+
 def _raw_lines(fh, max_bytes: int | None):
     """``(line_no, bytes)`` per line of a binary file; ``bytes`` is ``None`` for a line over ``max_bytes``.
 
@@ -183,6 +186,8 @@ def _raw_lines(fh, max_bytes: int | None):
         if not raw:
             return
         line_no += 1
+        if line_no == 1 and raw.startswith(_BOM):
+            raw = raw[len(_BOM):]  # a UTF-8 byte-order mark (Windows editors write one) is not data
         if max_bytes is not None and len(raw) > max_bytes and not raw.endswith(b"\n"):
             while raw and not raw.endswith(b"\n"):
                 raw = fh.readline(1 << 20)
@@ -423,23 +428,30 @@ def _ragtruth_row(obj, sources, resp_path: Path, src_path: Path, line: int, col:
                    quality=quality, spans=spans, label=int(bool(spans)), origin=f"{resp_path}:{line}")
 
 
-def iter_records(path, *, limits: Limits | None = None):
+def iter_records(path, *, limits: Limits | None = None, with_ids: bool = False):
     """Stream a generic JSONL or a RAGTruth ``response.jsonl``, one item per line.
 
-    Yields ``(line_no, example, issues)`` for *every* line, blank ones
-    included: ``example`` is ``None`` when the line is bad (or blank), and
-    ``issues`` then lists its :class:`~evqual.errors.DataIssue` (file, line,
-    field, reason).  Nothing is skipped silently, so a caller can write
-    exactly one output per input line, and no line, however malformed, ends
-    the stream (an unexpected error becomes an E111 issue of its line).  A
-    RAGTruth file is recognised by a ``source_info.jsonl`` beside it (read
-    first, whole).
+    Yields ``(line_no, example, issues)`` for *every* line but the blank lines
+    at the end of the file (an editor's trailing newline is not a record; a
+    blank line before a record is reported, E101): ``example`` is ``None``
+    when the line is bad, and ``issues`` then lists its
+    :class:`~evqual.errors.DataIssue` (file, line, field, reason).  Nothing
+    else is skipped, so a caller can write exactly one output per input
+    record line, and no line, however malformed, ends the stream (an
+    unexpected error becomes an E111 issue of its line).  A UTF-8
+    byte-order mark before the first line is ignored.  A RAGTruth file is
+    recognised by a ``source_info.jsonl`` beside it (read first, whole).
 
     Parameters
     ----------
     path : str or Path
     limits : Limits, optional
         Size caps per row (default :data:`~evqual.data.DEFAULT_LIMITS`).
+    with_ids : bool, default=False
+        Yield ``(line_no, example, issues, id)`` instead: ``id`` is the
+        line's ``"id"`` (a string or an integer, as a string) when the line
+        is a JSON object that has one, even when the line is bad, so that an
+        error record can name the answer it is about; else ``None``.
 
     Raises
     ------
@@ -478,6 +490,7 @@ def iter_records(path, *, limits: Limits | None = None):
     with fh:
         lines = _raw_lines(fh, limits.max_line_bytes)
         line_no = 0
+        blanks: list = []  # blank lines seen since the last record: reported only when a record follows
         while True:
             try:
                 item = next(lines, None)
@@ -485,14 +498,18 @@ def iter_records(path, *, limits: Limits | None = None):
                 col.add("E109", path, line_no + 1, None, f"cannot read the file: {exc.strerror or exc}")
                 raise EvqualDataError(col.issues[-1:], n_ok=None) from None
             if item is None:
-                return
+                return  # blank lines at the end of the file are no records: nothing to report
             line_no, raw = item
+            if raw is not None and not raw.strip():
+                blanks.append(line_no)
+                continue
+            for blank in blanks:
+                col.add("E101", path, blank, None, "blank line (no JSON object)")
+                issue = col.issues.pop()
+                yield (blank, None, [issue], None) if with_ids else (blank, None, [issue])
+            blanks.clear()
             before = len(col.issues)
             ex = None
-            if raw is not None and not raw.strip():
-                col.add("E101", path, line_no, None, "blank line (no JSON object)")
-                yield line_no, None, list(col.issues[before:])
-                continue
             obj = _parse_line(raw, path, line_no, col, limits)
             if obj is not None:
                 try:
@@ -511,7 +528,21 @@ def iter_records(path, *, limits: Limits | None = None):
                 issues = [i if i.code != "E106" else DataIssue(i.code, i.file, i.line, i.field, i.message + note,
                                                                  i.unit) for i in issues]
             col.issues.clear()
-            yield line_no, ex, issues
+            if with_ids:
+                yield line_no, ex, issues, _record_id(obj)
+            else:
+                yield line_no, ex, issues
+
+
+def _record_id(obj):
+    """The ``"id"`` of a parsed line as a string (a string or an integer of at most 200 characters), else None."""
+    if not isinstance(obj, dict):
+        return None
+    value = obj.get("id")
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return None
+    text = str(value) if not isinstance(value, int) or abs(value) < 10 ** 200 else None
+    return text if text is not None and len(text) <= 200 else None
 
 
 def load_ragtruth(path, *, strict: bool = False, splits=None, warn: bool = True,

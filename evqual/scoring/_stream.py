@@ -177,10 +177,10 @@ def score_file(path, out, detector, *, policy=None, audit=None, progress=None, b
 
     seen_ids: dict = {}
     try:
-        for line, ex, issues in iter_records(path, limits=limits):
+        for line, ex, issues, record_id in iter_records(path, limits=limits, with_ids=True):
             if ex is None:
                 flush()  # keep the input order
-                emit_error(line, issues)
+                emit_error(line, issues, record_id)  # the id of a bad line, when it has one
                 continue
             if ex.id is not None:
                 first = seen_ids.setdefault(ex.id, line)
