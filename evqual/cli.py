@@ -162,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr = sub.add_parser(
         "train", help="fit a method on all given data and save it with meta.json",
         description=("Fit a method on all given data, holding out a grouped validation part for calibration "
-                     "and threshold (25%% of the test split's sources when the data has one, else 20%% of all "
+                     "and threshold (25% of the test split's sources when the data has one, else 20% of all "
                      "sources), then save model.skops and a validated meta.json to --out."))
     tr.add_argument("--data", metavar="DIR_OR_FILE", help="dataset (default: the embedded sample)")
     tr.add_argument("--method", default="evqual", help="method name (default evqual)")
@@ -595,7 +595,7 @@ def cmd_score(args) -> int:
     except OSError as exc:  # closing --out (its last flush) failed
         print(f"evqual score: error: cannot write {args.out or 'standard output'}: {_why(exc)}", file=sys.stderr)
         return EXIT_IO
-    print(f"evqual score: {n_ok} answers scored, {n_bad} lines failed"
+    print(f"evqual score: {_count(n_ok, 'answer')} scored, {_count(n_bad, 'line')} failed"
           + (f"; wrote {args.out}" if args.out else ""), file=sys.stderr)
     return EXIT_DATA if n_bad else EXIT_OK
 
@@ -667,7 +667,7 @@ def cmd_explain(args) -> int:
             except OSError as exc:  # a full disk: the report is incomplete
                 print(f"evqual explain: error: stopped: cannot write {target}: {_why(exc)}", file=sys.stderr)
                 return EXIT_IO
-            print(f"evqual explain: {len(results)} answers; wrote {target}", file=sys.stderr)
+            print(f"evqual explain: {_count(len(results), 'answer')}; wrote {target}", file=sys.stderr)
     return EXIT_DATA if n_bad else EXIT_OK
 
 
@@ -686,6 +686,11 @@ def cmd_features(args) -> int:
 
     print(describe_features(args.level))
     return EXIT_OK
+
+
+def _count(n: int, noun: str) -> str:
+    """``"1 answer"``, ``"2 answers"``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def main(argv=None) -> int:

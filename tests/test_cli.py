@@ -179,3 +179,15 @@ def test_readme_command_block_matches_every_help(capsys):
     for name, sp in sub.choices.items():
         helped = {o for a in sp._actions for o in a.option_strings if o.startswith("--") and o != "--help"}
         assert readme[name] == helped, (name, sorted(readme[name] ^ helped))
+
+
+def test_help_prints_single_percent_signs_and_counts_agree_in_number(tmp_path, capsys):
+    # issue 10: "25%%" in `train --help`, "1 answers" in the summary line
+    assert main(["train", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "25% of the test split" in out and "%%" not in out
+    src = tmp_path / "one.jsonl"
+    src.write_text(json.dumps({"id": "a", "query": "q", "context": "The bridge opened in 1932.",
+                               "output": "The bridge opened in 1932."}) + "\n")
+    assert main(["score", str(src), "--out", str(tmp_path / "o.jsonl"), "--no-progress"]) == 0
+    assert "1 answer scored, 0 lines failed" in capsys.readouterr().err
