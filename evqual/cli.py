@@ -212,6 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                    "evqual/scoring/policy_example.toml)")
     sc.add_argument("--audit-log", metavar="FILE", help="append one audit record per answer to this JSONL")
     sc.add_argument("--batch-size", type=int, default=16, metavar="N", help="answers featurized together (16)")
+    sc.add_argument("--jobs", type=int, default=1, metavar="N",
+                    help="worker processes (1; 0: every core); the output is the same for every N")
     sc.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     _add_limit_options(sc)
     sc.set_defaults(func=cmd_score)
@@ -539,7 +541,7 @@ def cmd_score(args) -> int:
     from ._progress import Progress
     from .data import sample_path
     from .errors import EvqualDataError
-    from .scoring import AuditLog
+    from .scoring import AuditLog, score_file_parallel
     from .scoring._stream import StreamAborted, count_lines, score_file
 
     src = Path(args.input) if args.input else sample_path() / "response.jsonl"
@@ -550,6 +552,9 @@ def cmd_score(args) -> int:
         return EXIT_USAGE
     if args.batch_size < 1:
         print(f"evqual score: error: --batch-size must be >= 1; got {args.batch_size}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.jobs < 0:
+        print(f"evqual score: error: --jobs must be >= 1, or 0 for every core; got {args.jobs}", file=sys.stderr)
         return EXIT_USAGE
     limits = _limits(args, "score")
     if limits is None or not _open_input(src, "score"):
@@ -582,8 +587,12 @@ def cmd_score(args) -> int:
                 out = sys.stdout
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                n_ok, n_bad = score_file(src, out, det, policy=policy, audit=audit, progress=progress,
-                                         batch_size=args.batch_size, limits=limits)
+                if args.jobs == 1:
+                    n_ok, n_bad = score_file(src, out, det, policy=policy, audit=audit, progress=progress,
+                                             batch_size=args.batch_size, limits=limits)
+                else:
+                    n_ok, n_bad = score_file_parallel(src, out, det, policy=policy, audit=audit, progress=progress,
+                                                      batch_size=args.batch_size, limits=limits, jobs=args.jobs)
     except StreamAborted as exc:
         target = (args.out or "standard output") if exc.target == "output" else args.audit_log
         print(f"evqual score: error: stopped: cannot write the {exc.target} {target} at input line {exc.line}: "

@@ -1,0 +1,340 @@
+"""Scoring a JSONL file with several worker processes: ``evqual score --jobs N``.
+
+The parent process reads and checks the input lines in order (exactly as
+:func:`score_file` does: the same error records for invalid JSON, missing
+fields, duplicate ids), sends blocks of ``batch_size`` answers to a pool of
+worker processes that each received the model once (at start-up), and writes
+the results strictly in input order.  So the output is byte for byte the
+output of the serial path (``--jobs 1``), whatever ``jobs``.
+
+Memory is bounded: at most ``4 * jobs`` blocks are in flight.  A worker
+process that dies (killed, out of memory, a crash in native code) costs no
+line: the blocks that were in flight are scored again one by one in a fresh
+pool, and the block that kills a worker again gets an error record (E110) per
+line.  Audit records are written by the parent.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import warnings
+from collections import deque
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+
+from ._audit import input_sha256
+from ._frame import _PolicyScorer, _scorer
+from ._stream import StreamAborted, _dumps_line, error_record, score_file
+
+__all__ = ["score_file_parallel", "resolve_jobs"]
+
+_IN_FLIGHT_PER_JOB = 4  # blocks in flight per worker process
+_MAX_QUEUED_ERRORS = 4096  # error records waiting behind the blocks in flight
+
+
+def resolve_jobs(jobs) -> int:
+    """The number of worker processes of ``jobs``: ``None`` or 0 mean every core (:func:`os.cpu_count`).
+
+    Examples
+    --------
+    >>> from evqual.scoring import resolve_jobs
+    >>> resolve_jobs(3)
+    3
+    >>> resolve_jobs(0) == (os.cpu_count() or 1)
+    True
+    >>> resolve_jobs(-1)
+    Traceback (most recent call last):
+    ...
+    ValueError: jobs must be >= 0 (0: every core); got -1
+    """
+    if jobs is None:
+        jobs = 0
+    if isinstance(jobs, bool) or not isinstance(jobs, int):
+        raise TypeError(f"jobs must be an integer; got {type(jobs).__name__}")
+    if jobs < 0:
+        raise ValueError(f"jobs must be >= 0 (0: every core); got {jobs}")
+    return jobs or (os.cpu_count() or 1)
+
+
+# ------------------------------------------------------------------ worker side
+_WORKER: dict = {}
+
+
+def _init_worker(scorer, path: str) -> None:
+    """Worker initializer: keep the scorer (received once per process)."""
+    warnings.simplefilter("ignore")
+    _WORKER["scorer"], _WORKER["path"] = scorer, path
+
+
+def _score_block(block):
+    """Score ``[(line, Example), ...]``; per line ``(json_line, ScoreResult)`` or ``(None, DataIssue)``.
+
+    The same steps as :func:`score_file` takes for one batch: a batch that
+    fails is retried answer by answer, and a result that cannot be written
+    as JSON is an error of its line.
+    """
+    from ..errors import DataIssue
+
+    scorer, path = _WORKER["scorer"], _WORKER["path"]
+
+    def score_one(line, ex):
+        try:
+            return scorer.score_batch([ex], batch_size=1)[0]
+        except Exception as exc:  # noqa: BLE001 - one answer must never end the run
+            return DataIssue("E110", path, line, None, f"scoring failed: {type(exc).__name__}: {exc}"[:500])
+
+    try:
+        results = scorer.score_batch([ex for _, ex in block], batch_size=len(block))
+    except Exception:  # noqa: BLE001 - isolate the answer that fails, keep the others
+        results = [score_one(line, ex) for line, ex in block]
+    out = []
+    for (line, _), res in zip(block, results):
+        if not isinstance(res, DataIssue):
+            try:
+                out.append((_dumps_line({"line": line, **res.to_dict()}), res))
+                continue
+            except Exception as exc:  # noqa: BLE001
+                res = DataIssue("E110", path, line, None,
+                                f"result could not be written: {type(exc).__name__}: {exc}"[:500])
+        out.append((None, res))
+    return out
+
+
+# ------------------------------------------------------------------ parent side
+class _Block:
+    __slots__ = ("items", "future", "results")
+
+    def __init__(self, items, future):
+        self.items, self.future, self.results = items, future, None
+
+
+def _context(start_method):
+    methods = multiprocessing.get_all_start_methods()
+    if start_method is None:
+        # forkserver: workers start from a clean, single-threaded process (fork after OpenMP or threads can
+        # hang); spawn where there is no forkserver (Windows, macOS keeps it too)
+        start_method = "forkserver" if "forkserver" in methods else "spawn"
+    ctx = multiprocessing.get_context(start_method)
+    if start_method == "forkserver":
+        ctx.set_forkserver_preload(["evqual.models", "evqual.scoring"])
+    return ctx
+
+
+def score_file_parallel(path, out, scorer, *, jobs=None, policy=None, audit=None, progress=None,
+                        batch_size: int = 16, limits=None, start_method: str | None = None):
+    """:func:`score_file` with ``jobs`` worker processes: the same output, byte for byte, in input order.
+
+    Parameters
+    ----------
+    path : str or Path
+        A generic JSONL or a RAGTruth ``response.jsonl``.
+    out : text stream
+        Receives one JSON line per input line (see :func:`score_file`).
+    scorer : Detector or scorer
+        A fitted :class:`~evqual.models.Detector` (it is sent to every
+        worker process once, when the worker starts), or a model folder, or
+        ``None`` for the shipped model.
+    jobs : int, optional
+        Worker processes; ``None`` or 0: every core.  With 1 the file is
+        scored in this process by :func:`score_file`.
+    policy : Policy, optional
+    audit : AuditLog, optional
+        Written by this process, one record per line, in input order.
+    progress : callable, optional
+        Called with the number of lines written.
+    batch_size : int, default=16
+        Answers per block sent to a worker.  Results do not depend on it.
+    limits : evqual.data.Limits, optional
+    start_method : str, optional
+        ``"forkserver"`` (default where available), ``"spawn"`` or ``"fork"``.
+
+    Returns
+    -------
+    (n_ok, n_failed) : tuple of int
+
+    Raises
+    ------
+    StreamAborted
+        When ``out`` or the audit log cannot be written.
+    evqual.errors.EvqualDataError
+        When ``path`` cannot be opened or read.
+
+    Examples
+    --------
+    >>> import io
+    >>> from evqual.data import sample_path
+    >>> from evqual.models import Detector
+    >>> from evqual.scoring import score_file_parallel
+    >>> buf = io.StringIO()
+    >>> score_file_parallel(sample_path() / "response.jsonl", buf, Detector.load(), jobs=2)
+    (72, 0)
+    """
+    from ..data import iter_records
+    from ..errors import DataIssue, EvqualDataError
+
+    jobs = resolve_jobs(jobs)
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1; got {batch_size}")
+    scoring = _scorer(scorer, policy)
+    if jobs == 1 and isinstance(scoring, _PolicyScorer):
+        return score_file(path, out, scoring.detector, policy=scoring.policy, audit=audit, progress=progress,
+                          batch_size=batch_size, limits=limits)
+    policy = getattr(scoring, "policy", None)
+    policy_dict = policy.to_dict() if policy is not None and audit is not None else None
+    ctx = _context(start_method)
+    spath = str(path)
+
+    n_ok = n_bad = 0
+    n_flushed = 0
+    pending: list = []  # (line, example) of the next block
+    slots: deque = deque()  # _Block or (line, issues, id) of an error record, in input order
+    n_in_flight = 0
+    max_in_flight = _IN_FLIGHT_PER_JOB * jobs
+    pool = None
+
+    def new_pool():
+        return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker,
+                                   initargs=(scoring, spath))
+
+    def write(line_no, text):
+        try:
+            out.write(text)
+        except (OSError, ValueError) as exc:  # ValueError: a closed stream
+            raise StreamAborted("output", line_no, n_flushed, exc) from exc
+
+    def audited(line_no, fn, *args, **kwargs):
+        try:
+            fn(*args, **kwargs)
+        except (OSError, ValueError) as exc:
+            raise StreamAborted("audit log", line_no, n_flushed, exc) from exc
+
+    def emit_error(line, issues, id=None):
+        nonlocal n_bad
+        n_bad += 1
+        if audit is not None:
+            audited(line, audit.write_error, line,
+                    "; ".join(f"{i.code} {i.field or 'line'}: {i.message}" for i in issues), id=id)
+        write(line, _dumps_line(error_record(line, issues, id)))
+
+    def flush_out(last_line):
+        nonlocal n_flushed
+        try:
+            out.flush()
+        except (OSError, ValueError) as exc:
+            raise StreamAborted("output", last_line, n_flushed, exc) from exc
+        n_flushed = n_ok + n_bad
+        if progress is not None:
+            progress(n_ok + n_bad)
+
+    def died(block, exc):
+        why = f"scoring failed: the worker process died ({type(exc).__name__}: {exc})"[:500]
+        return [(None, DataIssue("E110", spath, line, None, why)) for line, _ in block]
+
+    def recover():
+        """The pool broke: score every unfinished block again, alone, in a fresh pool."""
+        nonlocal pool
+        pool.shutdown(wait=True, cancel_futures=True)
+        pool = new_pool()
+        for blk in slots:
+            if not isinstance(blk, _Block) or blk.results is not None:
+                continue
+            fut = blk.future
+            if fut.done() and not fut.cancelled() and fut.exception() is None:
+                blk.results = fut.result()
+                continue
+            fut = pool.submit(_score_block, blk.items)
+            try:
+                blk.results = fut.result()
+            except BrokenProcessPool as exc:  # this block kills its worker: its lines fail, the others go on
+                blk.results = died(blk.items, exc)
+                pool.shutdown(wait=True, cancel_futures=True)
+                pool = new_pool()
+            except Exception as exc:  # noqa: BLE001
+                blk.results = died(blk.items, exc)
+
+    def results_of(blk):
+        if blk.results is None:
+            try:
+                blk.results = blk.future.result()
+            except BrokenProcessPool:
+                recover()
+            except Exception as exc:  # noqa: BLE001 - e.g. a result that cannot be sent back
+                blk.results = died(blk.items, exc)
+        return blk.results
+
+    def drain(*, wait: bool):
+        """Write the finished slots at the head; with ``wait``, until the limits hold (or all, at the end)."""
+        nonlocal n_ok, n_in_flight
+        while slots:
+            head = slots[0]
+            if isinstance(head, _Block):
+                must = wait and (n_in_flight >= max_in_flight or len(slots) > _MAX_QUEUED_ERRORS or not reading)
+                if head.results is None and not head.future.done() and not must:
+                    return
+                results = results_of(head)
+                for (line, ex), (text, res) in zip(head.items, results):
+                    if text is None:
+                        emit_error(line, [res], ex.id)
+                        continue
+                    if audit is not None:
+                        audited(line, audit.write, res, policy=policy_dict,
+                                input_sha256=input_sha256(ex.query, ex.context, ex.output))
+                    write(line, text)
+                    n_ok += 1
+                slots.popleft()
+                n_in_flight -= 1
+                flush_out(head.items[-1][0])
+            else:
+                line, issues, rid = slots.popleft()
+                emit_error(line, issues, rid)
+
+    def submit():
+        nonlocal n_in_flight
+        if pending:
+            items = list(pending)
+            pending.clear()
+            slots.append(_Block(items, pool.submit(_score_block, items)))
+            n_in_flight += 1
+            drain(wait=True)
+
+    def queue_error(line, issues, rid):
+        submit()  # keep the input order
+        slots.append((line, issues, rid))
+        drain(wait=True)
+
+    reading = True
+    seen_ids: dict = {}
+    try:
+        pool = new_pool()
+        try:
+            for line, ex, issues, record_id in iter_records(path, limits=limits, with_ids=True):
+                if ex is None:
+                    queue_error(line, issues, record_id)
+                    continue
+                if ex.id is not None:
+                    first = seen_ids.setdefault(ex.id, line)
+                    if first != line:  # as the loaders do (E108): an id names one answer
+                        queue_error(line, [DataIssue("E108", spath, line, "id",
+                                                     f"id {ex.id!r} already used on line {first}")], ex.id)
+                        continue
+                pending.append((line, ex))
+                if len(pending) >= batch_size:
+                    submit()
+        except EvqualDataError:  # the input cannot be read further: what was read is still scored and written
+            reading = False
+            submit()
+            drain(wait=True)
+            out.flush()
+            raise
+        reading = False
+        submit()
+        drain(wait=True)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+    try:
+        out.flush()
+    except (OSError, ValueError) as exc:
+        raise StreamAborted("output", n_ok + n_bad, n_flushed, exc) from exc
+    return n_ok, n_bad
