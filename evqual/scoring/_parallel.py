@@ -162,13 +162,18 @@ def score_file_parallel(path, out, scorer, *, jobs=None, policy=None, audit=None
 
     Examples
     --------
-    >>> import io
-    >>> from evqual.data import sample_path
+    >>> import io, json, os, tempfile
     >>> from evqual.models import Detector
     >>> from evqual.scoring import score_file_parallel
+    >>> answer = {"query": "When?", "context": ["The bridge opened in 1932."], "output": "It opened in 1932."}
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+    ...     _ = f.write("".join(json.dumps({"id": f"a{i}", **answer}) + "\\n" for i in range(3)) + "{bad\\n")
     >>> buf = io.StringIO()
-    >>> score_file_parallel(sample_path() / "response.jsonl", buf, Detector.load(), jobs=2)
-    (72, 0)
+    >>> score_file_parallel(f.name, buf, Detector.load(), jobs=2, batch_size=2)
+    (3, 1)
+    >>> [json.loads(line).get("id") for line in buf.getvalue().splitlines()]
+    ['a0', 'a1', 'a2', None]
+    >>> os.unlink(f.name)
     """
     from ..data import iter_records
     from ..errors import DataIssue, EvqualDataError
