@@ -58,7 +58,7 @@ def score_spark(sdf, model=None, policy=None, *, batch_size: int = 64, limits=No
     """
     _require_pyspark()
     if not hasattr(sdf, "mapInPandas"):
-        raise TypeError(f"sdf must be a pyspark.sql.DataFrame; got {type(sdf).__name__}")
+        raise TypeError(f"sdf must be a Spark DataFrame (pyspark.sql.DataFrame); got {type(sdf).__name__}")
     missing = [c for c in ("id", "context", "output") if c not in sdf.columns]
     if missing:
         raise ValueError(f"sdf has no column {missing[0]!r}; score_spark needs 'id', 'context' and 'output'")
