@@ -56,10 +56,18 @@ import bisect
 import re
 from dataclasses import dataclass
 
-from ..features import is_novel, query_stems
-from ..scoring._result import Citation, Reason
-from ..text import STOP_WORDS, extract_numbers
-from ..text._tokens import TOKEN_PATTERN
+from ..features import (
+    ANTONYMS,
+    KNOWN_ATTRIBUTES,
+    candidate_fields,
+    field_lookup,
+    is_novel,
+    mentions_field,
+    query_stems,
+    token_set,
+)
+from ..results import Citation, Reason
+from ..text import STOP_WORDS, TOKEN_PATTERN, extract_numbers
 
 __all__ = ["REASONS", "ReasonCode", "sentence_reasons", "model_risk_reason", "citation_for", "explanation_text",
            "LOW_SUPPORT_ECS"]
@@ -260,8 +268,6 @@ def sentence_reasons(example, analysis, i: int, *, risk: float | None = None, ci
                            sentence_side="has" if not chunk_neg else "lacks",
                            evidence_side="does not have" if not chunk_neg else "has"))
     if sent["sent.negation.antonym.v1"][i] and k >= 0 and "antonym" not in checked:
-        from ..features._novelty import ANTONYMS
-
         near = index.chunk_negation(k)[1]
         for m in _TOKEN_RE.finditer(output, s, e):
             t = m.group().lower()
@@ -333,14 +339,6 @@ def _overlap_test(intervals):
 
 
 def _field_reasons(output, s, e, index) -> list[Reason]:
-    from ..features._structure import (
-        KNOWN_ATTRIBUTES,
-        _mentions,
-        candidate_fields,
-        field_lookup,
-        token_set,
-    )
-
     fields, keys = index.fields
     toks = [t.lower() for t in _TOKEN_RE.findall(output[s:e])]
     tset = token_set([t for t in toks if t not in STOP_WORDS]) | set(toks)
@@ -348,7 +346,7 @@ def _field_reasons(output, s, e, index) -> list[Reason]:
     lookup = index.field_lookup if hasattr(index, "field_lookup") else field_lookup(fields)
     for j in candidate_fields(lookup, tset):
         label, kind, phrase, joined = fields[j]
-        if not _mentions(phrase, joined, tset):
+        if not mentions_field(phrase, joined, tset):
             continue
         if kind == "null":
             out.append(_reason("FIELD_NULL", field=label))

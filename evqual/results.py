@@ -1,6 +1,6 @@
 """The result of scoring one answer, and its lossless JSON form.
 
-A :class:`ScoreResult` is what :meth:`evqual.models.Detector.score` returns:
+A :class:`ScoreResult` is what :meth:`evqual.scoring.Scorer.score` returns:
 the calibrated response ``risk``, the decision the policy took, one
 :class:`SentenceResult` per output sentence (offsets, risk, the nearest
 evidence chunk as a :class:`Citation`, :class:`Reason` codes and a readable
@@ -13,7 +13,7 @@ exactly (``ScoreResult.from_json(r.to_json()) == r``).
 
 Examples
 --------
->>> from evqual.scoring import ScoreResult
+>>> from evqual.results import ScoreResult
 >>> r = ScoreResult(id="a1", risk=0.25, flagged=False, decision="show", threshold=0.5, output="Hi.")
 >>> ScoreResult.from_json(r.to_json()) == r
 True
