@@ -41,8 +41,9 @@ class Topic:
     A text (the query, or the context) gets *hits* for a topic as follows:
     every occurrence of one of ``terms`` is a hit; occurrences of ``weak``
     terms add hits only when the same text also has at least one of
-    ``terms``; and every occurrence of an ``exclude`` term takes one hit
-    away (never below 0). See :class:`TopicTagger` for how hits become tags.
+    ``terms`` and none of ``exclude``; and every occurrence of an
+    ``exclude`` term takes one hit away (never below 0). See
+    :class:`TopicTagger` for how hits become tags.
 
     Parameters
     ----------
@@ -64,10 +65,12 @@ class Topic:
         migration in "a visa application", not in "a Visa card"). A phrase
         that contains a shorter term counts once, whichever list it is in.
     exclude : tuple of str, default=()
-        Terms of another sense or domain, same syntax: each occurrence in a
-        text cancels one hit of the topic in that text ("restaurant" and
-        "menu" cancel "allergic reaction" in a restaurant review). A term
-        may be in only one of ``terms``, ``weak`` and ``exclude``.
+        Terms of another sense or domain, same syntax: in a text with one
+        of them the weak terms do not count, and each occurrence cancels one
+        hit of the topic in that text ("restaurant" and "menu" cancel
+        "allergic reaction" in a restaurant review, and "allergy" there is
+        not read as medical). A term may be in only one of ``terms``,
+        ``weak`` and ``exclude``.
 
     Examples
     --------
@@ -232,7 +235,10 @@ _HEALTHCARE = (
     "measles", "malaria", "hepatitis", "HIV", "pneumonia", "meningitis", "asthma", "arthritis",
     "dementia", "alzheimer*", "parkinson*", "osteopor*", "headache*", "nausea", "vomit*",
     "diarrh*", "blood pressure", "blood test*", "heart attack*", "heart disease", "heart rate",
-    "medically", "clinical trial*",
+    "medically", "clinical trial*", "amoxicillin", "penicillin", "metformin", "statin", "statins", "opioid*",
+    "antihistamine*", "painkiller*", "antiviral*", "omeprazole", "placenta*", "cervix",
+    "umbilical", "obstetric*", "gynaecolog*", "gynecolog*", "maternity ward*", "labour ward*",
+    "labor and delivery", "giving birth", "gave birth",
 )
 _HEALTHCARE_WEAK = (
     "dose", "doses", "dosage*", "prescrib*", "clinic", "clinics", "hospital*", "diagnos*",
@@ -242,7 +248,8 @@ _HEALTHCARE_WEAK = (
 )
 _HEALTHCARE_EXCLUDE = (
     "restaurant*", "menu", "menus", "cuisine*", "cafe", "cafes", "café*", "bakery", "bakeries",
-    "diner", "diners", "veterinar*", "vet", "vets",
+    "diner", "diners", "veterinar*", "vet", "vets", "pet", "pets", "dog", "dogs", "puppy", "puppies",
+    "cat", "cats", "kitten*",
 )
 _MIGRATION = (
     "asylum", "refugee*", "LGBTQ+ refugee*", "deport*", "immigra*", "emigra*", "migrant*",
@@ -278,15 +285,18 @@ _LABOUR = (
     "child labour", "child labor", "forced labour", "forced labor", "labour market*",
     "labor market*", "labour standards", "labor standards", "labour commissioner",
     "labor commissioner", "FLSA", "FMLA", "NLRB", "EEOC", "OSHA", "non-compete*", "strike action",
-    "on strike", "walkout*", "walked out", "picket*", "self-employed", "guest worker*",
-    "seasonal worker*", "farm worker*", "farmworker*",
+    "on strike", "walkout*", "picket*", "self-employed", "guest worker*",
+    "seasonal worker*", "farm worker*", "farmworker*", "right to work", "permission to work",
+    "work authori*", "employment authori*", "authorised to work", "authorized to work", "work visa*",
+    "skilled worker*", "H-1B", "H-2A", "Blue Card", "my employer", "your employer", "my boss",
+    "your boss", "harassment at work", "workplace harassment",
+    "general strike*", "strikers", "strike ballot*", "day strike*", "hour strike*",
 )
 _LABOUR_WEAK = (
     "overtime", "eligib*", "dismissal*", "dismissed", "redundancy", "notice period*",
     "working hours", "labour", "labor", "wage", "salary", "salaries", "union", "unions", "strike",
-    "strikes", "worker", "workers", "workplace*", "employer*", "employee*", "job", "jobs",
-    "intern", "interns", "internship*", "harassment", "payroll*", "pension*", "staff", "contract",
-    "contracts", "fired", "firing", "hire*", "hiring", "pay", "paid", "hours worked",
+    "strikes", "worker", "workers", "workplace*", "employer*", "employee*", "intern", "interns",
+    "internship*", "harassment", "payroll*", "pension*", "fired", "walked out",
 )
 
 #: The built-in topics, all sensitive: ``"healthcare"``, ``"migration"``, ``"labour"``.
@@ -393,8 +403,8 @@ class TopicTagger:
         """Number of hits of each topic in ``text``.
 
         Occurrences of the topic's terms, plus those of its weak terms when
-        there is at least one of its terms, minus those of its exclude terms
-        (at least 0); see :class:`Topic`.
+        there is at least one of its terms and none of its exclude terms,
+        minus those of its exclude terms (at least 0); see :class:`Topic`.
 
         Parameters
         ----------
@@ -422,15 +432,15 @@ class TopicTagger:
         for name, compiled in self._patterns.items():
             starts = _starts(words, blob, self._keys[name])
             hits = _count(compiled, text, low, starts)[0] if starts else 0
-            if hits and name in self._weak:
-                compiled_w, keys_w = self._weak[name]
-                hits = sum(_count(compiled_w, text, low, _starts(words, blob, keys_w)))
+            excluded = 0
             if hits and name in self._exclude:
                 compiled_x, keys_x = self._exclude[name]
                 starts = _starts(words, blob, keys_x)
-                if starts:
-                    hits = max(0, hits - _count(compiled_x, text, low, starts)[0])
-            out[name] = hits
+                excluded = _count(compiled_x, text, low, starts)[0] if starts else 0
+            if hits and not excluded and name in self._weak:
+                compiled_w, keys_w = self._weak[name]
+                hits = sum(_count(compiled_w, text, low, _starts(words, blob, keys_w)))
+            out[name] = max(0, hits - excluded)
         return out
 
     def tag(self, query, context="") -> tuple:
