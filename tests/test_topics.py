@@ -289,3 +289,42 @@ def test_tag_independent_of_case(text, upper):
 def test_more_exclude_words_never_add_hits(text):
     before = TAGGER.counts(text)["healthcare"]
     assert TAGGER.counts(text + " restaurant menu")["healthcare"] <= before
+
+
+def _reference_counts(tagger, text):
+    """Hits by one plain regex over the whole text per lexicon (what the fast path must equal)."""
+    from evqual.scoring._topics import _term_pattern
+
+    def full(terms, weak=()):
+        tagged = sorted([(t, False) for t in terms] + [(t, True) for t in weak],
+                        key=lambda tw: len(tw[0].rstrip("*")), reverse=True)
+        pattern = re.compile("|".join("(" + _term_pattern(t) + ")" for t, _ in tagged), re.IGNORECASE)
+        strong = weak_hits = 0
+        for m in pattern.finditer(text):
+            if tagged[m.lastindex - 1][1]:
+                weak_hits += 1
+            else:
+                strong += 1
+        return strong, weak_hits
+
+    out = {}
+    for name, topic in tagger.topics_.items():
+        strong = full(topic.terms)[0]
+        excluded = full(topic.exclude)[0] if strong and topic.exclude else 0
+        hits = strong
+        if strong and not excluded and topic.weak:
+            hits = sum(full(topic.terms, topic.weak))
+        out[name] = max(0, hits - excluded)
+    return out
+
+
+LEXICON_WORDS = sorted({t.rstrip("*") + suffix for topic in BUILTIN_TOPICS.values()
+                        for t in topic.terms + topic.weak + topic.exclude
+                        for suffix in (("", "s", "ed") if t.endswith("*") else ("",))})
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(LEXICON_WORDS), st.sampled_from(WORDS), st.text(max_size=3)),
+                max_size=30).map(" ".join))
+def test_fast_counts_equal_a_plain_regex_over_the_text(text):
+    assert TAGGER.counts(text) == _reference_counts(TAGGER, text)

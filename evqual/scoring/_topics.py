@@ -126,25 +126,34 @@ def _term_pattern(term: str) -> str:
 _WORD_RE = re.compile(r"\w+")
 
 
-def _first_word_keys(terms):
-    """``(exact first words, prefix regex or None)`` of a lexicon, lower-cased.
+def _first_key(term):
+    """``(key, is_prefix)``: the lower-cased first run of word characters of ``term``.
 
     A term's first run of word characters ("LGBTQ+" -> "lgbtq", "H-1B" -> "h")
-    must be a word of any text the term matches or, for a one-word prefix term
-    whose first word is one run ("diagnos*"), the start of one. The prefix
-    regex finds such words in the text's distinct words joined by newlines.
+    is a word of any text the term matches or, for a one-word prefix term whose
+    first word is one run ("diagnos*"), the start of one. ``(None, False)``
+    for a term without word characters at its start.
+    """
+    words = term.strip().lower().split()
+    runs = _WORD_RE.findall(words[0].rstrip("*")) if words else []
+    if not runs:
+        return None, False
+    prefix = len(words) == 1 and len(runs) == 1 and term.strip().endswith("*") \
+        and words[0].rstrip("*").endswith(runs[0])
+    return runs[0], prefix
+
+
+def _first_word_keys(terms):
+    """``(exact first words, prefix regex or None)`` of a lexicon (see :func:`_first_key`).
+
+    The prefix regex finds words starting with a prefix key in the text's
+    distinct words joined by newlines.
     """
     exact, prefixes = set(), set()
     for term in terms:
-        words = term.strip().lower().split()
-        runs = _WORD_RE.findall(words[0].rstrip("*")) if words else []
-        if not runs:
-            continue
-        if len(words) == 1 and len(runs) == 1 and term.strip().endswith("*") \
-                and words[0].rstrip("*").endswith(runs[0]):
-            prefixes.add(runs[0])
-        else:
-            exact.add(runs[0])
+        key, prefix = _first_key(term)
+        if key is not None:
+            (prefixes if prefix else exact).add(key)
     prefix_re = None
     if prefixes:
         prefix_re = re.compile(r"^(?:" + "|".join(re.escape(p) for p in sorted(prefixes, key=len, reverse=True))
@@ -158,7 +167,7 @@ def _is_word(ch) -> bool:
 
 
 def _positions(low: str, starts) -> list:
-    """Sorted start positions of the words ``starts`` as whole words of the lower-cased text ``low``."""
+    """Sorted ``(position, word)`` of the words ``starts`` as whole words of the lower-cased text ``low``."""
     out = []
     size = len(low)
     for w in starts:
@@ -167,29 +176,32 @@ def _positions(low: str, starts) -> list:
         while i != -1:
             j = i + n
             if (i == 0 or not _is_word(low[i - 1])) and (j == size or not _is_word(low[j])):
-                out.append(i)
+                out.append((i, w))
             i = low.find(w, j)
     out.sort()
     return out
 
 
-def _count(compiled, text, low, starts) -> tuple:
-    """``(strong, weak)`` non-overlapping matches of a compiled lexicon in ``text``.
+def _count(lexicon, text, low, starts) -> tuple:
+    """``(strong, weak)`` non-overlapping matches of a :class:`_Lexicon` in ``text``.
 
-    The pattern is tried only where a word of ``starts`` begins. ``low`` is
-    ``text.lower()``, or None when lower-casing changed the length (then a
-    regex finds the words).
+    Terms are tried only where a word of ``starts`` begins, and only those
+    that can begin with that word. ``low`` is ``text.lower()``, or None when
+    lower-casing changed the length (then a regex finds the words).
     """
-    pattern, kinds = compiled
     if low is not None:
         positions = _positions(low, starts)
     else:
-        positions = [m.start() for m in _finder(frozenset(starts)).finditer(text)]
+        positions = [(m.start(), m.group().lower()) for m in _finder(frozenset(starts)).finditer(text)]
     strong = weak = 0
     end = -1
-    for start in positions:
+    for start, word in positions:
         if start < end:
             continue
+        compiled = lexicon.at(word)
+        if not compiled:
+            continue
+        pattern, kinds = compiled
         hit = pattern.match(text, start)
         if hit:
             if kinds[hit.lastindex - 1]:
@@ -200,6 +212,41 @@ def _count(compiled, text, low, starts) -> tuple:
     return strong, weak
 
 
+class _Lexicon:
+    """Strong and weak terms, compiled per first word on first use.
+
+    At a word of the text only the terms that can begin with it are tried,
+    longest first, so that a phrase ("LGBTQ+ refugee", "child labour") is one
+    match rather than a match of a shorter term inside it.
+    """
+
+    _MAX_WORDS = 4096
+
+    def __init__(self, terms, weak=()):
+        self._entries = []
+        for term, is_weak in [(t, False) for t in terms] + [(t, True) for t in weak]:
+            key, prefix = _first_key(term)
+            if key is not None:
+                self._entries.append((term, is_weak, key, prefix))
+        self._by_word = {}
+
+    def at(self, word):
+        """``(pattern, kinds)`` of the terms that can begin with ``word`` (``kinds``: weak or not), or None."""
+        try:
+            return self._by_word[word]
+        except KeyError:
+            pass
+        found = [(t, w) for t, w, key, prefix in self._entries if (word.startswith(key) if prefix else word == key)]
+        compiled = None
+        if found:
+            found.sort(key=lambda tw: len(tw[0].rstrip("*")), reverse=True)
+            compiled = (re.compile("|".join("(" + _term_pattern(t) + ")" for t, _ in found), re.IGNORECASE),
+                        tuple(w for _, w in found))
+        if len(self._by_word) < self._MAX_WORDS:  # a bounded cache (the words of a lexicon are few)
+            self._by_word[word] = compiled
+        return compiled
+
+
 @lru_cache(maxsize=256)
 def _finder(words: frozenset) -> re.Pattern:
     """A regex finding the given (lower-cased) words as whole words, case-insensitively."""
@@ -208,14 +255,9 @@ def _finder(words: frozenset) -> re.Pattern:
 
 
 @lru_cache(maxsize=64)
-def _compile(terms, weak=()) -> tuple:
-    """``(pattern, kinds)``: one group per term, ``kinds[group - 1]`` True for a weak term."""
-    # Longest terms first, so that a phrase ("LGBTQ+ refugee", "child labour") is one match
-    # rather than a match of its shorter sub-term ("refugee*", weak "labour").
-    tagged = [(t, False) for t in terms] + [(t, True) for t in weak]
-    ordered = sorted(tagged, key=lambda tw: len(tw[0].rstrip("*")), reverse=True)
-    pattern = re.compile("|".join("(" + _term_pattern(t) + ")" for t, _ in ordered), re.IGNORECASE)
-    return pattern, tuple(w for _, w in ordered)
+def _compile(terms, weak=()) -> _Lexicon:
+    """The :class:`_Lexicon` of the terms (shared by taggers with the same terms)."""
+    return _Lexicon(terms, weak)
 
 
 # Each built-in topic: terms that mark it on their own, weak (ambiguous) terms that count only
