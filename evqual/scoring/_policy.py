@@ -371,7 +371,7 @@ _SCHEMA = {
               "escalate_sensitive": "escalate_sensitive", "escalate_reasons": "escalate_reasons"},
 }
 _TOPIC_SETTINGS = ("builtin", "min_query_hits", "min_context_hits")
-_TOPIC_KEYS = ("terms", "sensitive")
+_TOPIC_KEYS = ("terms", "sensitive", "weak", "exclude")
 
 
 def _unknown(path, key):
@@ -404,6 +404,8 @@ def load_policy(path) -> Policy:
         [topics.housing]         # adds a topic; a built-in name replaces it
         terms = ["eviction", "tenan*", "rent increase"]
         sensitive = true         # default true
+        weak = ["rent", "lease"] # count only next to one of `terms` (default [])
+        exclude = ["car rental"] # each occurrence cancels one hit (default [])
 
     Parameters
     ----------
@@ -531,7 +533,8 @@ def _load_topics(path, table):
         if "terms" not in spec:
             raise ValueError(f"{path}: 'topics.{name}' needs 'terms', a list of words or phrases")
         try:
-            topics[name] = Topic(name, spec["terms"], sensitive=spec.get("sensitive", True))
+            topics[name] = Topic(name, spec["terms"], sensitive=spec.get("sensitive", True),
+                                 weak=spec.get("weak", ()), exclude=spec.get("exclude", ()))
         except ValueError as e:
             raise ValueError(f"{path}: 'topics.{name}': {e}") from e
     kwargs = {k: table[k] for k in ("min_query_hits", "min_context_hits") if k in table}
