@@ -115,19 +115,21 @@ def bench_score(data=None, model=None, *, limit: int | None = None, batch_repeat
     import numpy as np
 
     from .data import load_data, sample_path
-    from .models import default_model_path, load_detector
+    from .models import default_model_path
+    from .scoring import Scorer
 
-    det = load_detector(model or default_model_path())
+    scorer = Scorer.load(model or default_model_path())
+    det = scorer.detector
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         examples = load_data(sample_path() if data is None else data).examples
     if limit:
         examples = examples[:limit]
-    det.score_batch(examples[:1])  # warm-up
+    scorer.score_batch(examples[:1])  # warm-up
     times = []
     for ex in examples:
         start = time.perf_counter()
-        det.score_batch([ex])
+        scorer.score_batch([ex])
         times.append(time.perf_counter() - start)
     ms = np.array(times) * 1000.0
     risk_only = []
@@ -138,7 +140,7 @@ def bench_score(data=None, model=None, *, limit: int | None = None, batch_repeat
     batch = []
     for _ in range(max(1, batch_repeat)):
         start = time.perf_counter()
-        det.score_batch(examples, batch_size=batch_size)
+        scorer.score_batch(examples, batch_size=batch_size)
         batch.append(time.perf_counter() - start)
     return {
         "responses": len(examples),
@@ -159,7 +161,7 @@ def bench_score(data=None, model=None, *, limit: int | None = None, batch_repeat
 def bench_stages(data=None, model=None, *, limit: int | None = 500) -> dict:
     """Where the time of scoring one answer goes: p50 milliseconds of each stage, one answer at a time.
 
-    Stages, in the order :func:`evqual.scoring._score.score_examples` runs them:
+    Stages, in the order :meth:`evqual.scoring.Scorer.score_examples` runs them:
     ``features`` (context indexing and the response/sentence features),
     ``frame`` (assembling the pandas-free frame), ``models`` (sentence, text
     and response models, calibration), ``tokens`` (token features of the
@@ -173,19 +175,20 @@ def bench_stages(data=None, model=None, *, limit: int | None = 500) -> dict:
     import numpy as np
 
     from .data import load_data, sample_path
-    from .explain._reasons import citation_for, sentence_reasons
-    from .features._token_features import token_block
-    from .models import default_model_path, load_detector
-    from .scoring._score import _default_policy
+    from .explain import citation_for, sentence_reasons
+    from .features import token_block
+    from .models import default_model_path
+    from .scoring import Policy, Scorer
 
-    det = load_detector(model or default_model_path())
+    scorer = Scorer.load(model or default_model_path(), policy=Policy())
+    det = scorer.detector
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         examples = load_data(sample_path() if data is None else data).examples
     if limit:
         examples = examples[:limit]
-    det.score_batch(examples[:1])
-    rf, builder, policy = det.builder_.response_featurizer_, det.builder_, _default_policy()
+    scorer.score_batch(examples[:1])
+    rf, builder, policy = det.builder_.response_featurizer_, det.builder_, scorer.policy
     names = ("features", "frame", "models", "tokens", "tagger", "topics", "reasons", "total")
     times = {k: [] for k in names}
     gate = getattr(det, "span_gate_", 0.0)
@@ -209,7 +212,7 @@ def bench_stages(data=None, model=None, *, limit: int | None = 500) -> dict:
             sentence_reasons(ex, analyses[0], i, risk=0.5)
             citation_for(ex, analyses[0], i)
         t7 = time.perf_counter()
-        det.score_batch([ex])
+        scorer.score_batch([ex])
         t8 = time.perf_counter()
         # the frame stage re-runs the features: report what it adds
         parts = (t1 - t0, (t2 - t1) - (t1 - t0), t3 - t2, t4 - t3, t5 - t4, t6 - t5, t7 - t6, t8 - t7)
@@ -352,20 +355,18 @@ def size_case_example(case: str):
 def _size_case_main(case: str) -> dict:
     """Run one size case in this process (pinned to one core): build, score once, report time and memory."""
     pin_one_core()
-    from .models import Detector
-    from .scoring._score import score_examples
-
     from .data import make_example
+    from .scoring import Scorer
 
-    det = Detector.load()
-    score_examples(det, [make_example(query="q?", context=["The bridge opened."], output="It opened.",
+    scorer = Scorer.load()
+    scorer.score_examples([make_example(query="q?", context=["The bridge opened."], output="It opened.",
                                       task_type="QA")])  # warm-up: compiled trees, caches
     t0 = time.perf_counter()
     ex = size_case_example(case)
     build = time.perf_counter() - t0
     rss_before = peak_rss_mb()
     start = time.perf_counter()
-    result = score_examples(det, [ex])[0]
+    result = scorer.score_examples([ex])[0]
     seconds = time.perf_counter() - start
     return {"case": case, "status": "ok", "seconds": round(seconds, 3), "peak_rss_mb": round(peak_rss_mb(), 1),
             "rss_before_scoring_mb": round(rss_before, 1), "build_seconds": round(build, 3),
@@ -392,9 +393,9 @@ def bench_sizes(cases=SIZE_CASES, *, timeout: float = 900.0, max_rss_gb: float =
     a fresh Python process pinned to one core (one BLAS thread): it loads the
     shipped detector, scores a warm-up answer, builds the case's
     :class:`~evqual.data.Example` with :func:`evqual.data.make_example` and
-    scores it once with :func:`evqual.scoring._score.score_examples` (the
+    scores it once with :meth:`evqual.scoring.Scorer.score_examples` (the
     production path, without the size caps of the loaders and of
-    :meth:`~evqual.models.Detector.score`).  ``seconds`` times that call;
+    :meth:`~evqual.scoring.Scorer.score`).  ``seconds`` times that call;
     ``peak_rss_mb`` is the process's peak resident set size (model and input
     included; ``rss_before_scoring_mb`` is the peak before scoring).  A case
     still running after ``timeout`` seconds, or above ``max_rss_gb``, is

@@ -433,7 +433,7 @@ def cmd_train(args) -> int:
 
 def cmd_reproduce(args) -> int:
     from .data import default_ragtruth_path
-    from .evaluation._reproduce import reproduce
+    from .evaluation import reproduce
     from .models import METHODS
 
     methods = [m.strip() for m in args.methods.split(",")] if args.methods else None
@@ -506,9 +506,9 @@ def cmd_predict(args) -> int:
     return EXIT_DATA if result.issues or failed else EXIT_OK
 
 
-def _detector_and_policy(args, command):
-    """Load --model and --policy; ``(detector, policy, None)`` or ``(None, None, exit status)``."""
-    from .scoring import Policy, load_policy
+def _scorer(args, command):
+    """The :class:`~evqual.scoring.Scorer` of --model and --policy; ``(scorer, None)`` or ``(None, exit status)``."""
+    from .scoring import Policy, Scorer, load_policy
 
     policy = Policy()
     if args.policy:
@@ -516,11 +516,11 @@ def _detector_and_policy(args, command):
             policy = load_policy(args.policy)
         except (OSError, ValueError) as exc:
             print(f"evqual {command}: error: --policy: {exc}", file=sys.stderr)
-            return None, None, EXIT_USAGE
+            return None, EXIT_USAGE
     det = _load_model(args, command)
     if det is None:
-        return None, None, EXIT_USAGE
-    return det, policy, None
+        return None, EXIT_USAGE
+    return Scorer(det, policy=policy), None
 
 
 def _open_input(src: Path, command: str) -> bool:
@@ -542,7 +542,7 @@ def cmd_score(args) -> int:
     from .data import sample_path
     from .errors import EvqualDataError
     from .scoring import AuditLog, score_file_parallel
-    from .scoring._stream import StreamAborted, count_lines, score_file
+    from .scoring import StreamAborted, count_lines, score_file
 
     src = Path(args.input) if args.input else sample_path() / "response.jsonl"
     if src.is_dir():
@@ -559,8 +559,8 @@ def cmd_score(args) -> int:
     limits = _limits(args, "score")
     if limits is None or not _open_input(src, "score"):
         return EXIT_USAGE
-    det, policy, status = _detector_and_policy(args, "score")
-    if det is None:
+    scorer, status = _scorer(args, "score")
+    if scorer is None:
         return status
     progress = Progress(count_lines(src), "evqual score", enabled=False if args.no_progress else None)
     n_ok = n_bad = 0
@@ -588,10 +588,10 @@ def cmd_score(args) -> int:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 if args.jobs == 1:
-                    n_ok, n_bad = score_file(src, out, det, policy=policy, audit=audit, progress=progress,
+                    n_ok, n_bad = score_file(src, out, scorer, audit=audit, progress=progress,
                                              batch_size=args.batch_size, limits=limits)
                 else:
-                    n_ok, n_bad = score_file_parallel(src, out, det, policy=policy, audit=audit, progress=progress,
+                    n_ok, n_bad = score_file_parallel(src, out, scorer, audit=audit, progress=progress,
                                                       batch_size=args.batch_size, limits=limits, jobs=args.jobs)
     except StreamAborted as exc:
         target = (args.out or "standard output") if exc.target == "output" else args.audit_log
@@ -616,7 +616,7 @@ def cmd_explain(args) -> int:
 
     from .errors import EvqualDataError
     from .explain import render_html, render_markdown
-    from .scoring._stream import StreamAborted, parse_results, read_results, score_file
+    from .scoring import StreamAborted, parse_results, read_results, score_file
 
     if not args.html and not args.markdown:
         print("evqual explain: error: give --html FILE and/or --markdown FILE", file=sys.stderr)
@@ -646,14 +646,14 @@ def cmd_explain(args) -> int:
             print(f"evqual explain: error: {src}: not an `evqual score` output: {exc}", file=sys.stderr)
             return EXIT_USAGE
     else:
-        det, policy, status = _detector_and_policy(args, "explain")
-        if det is None:
+        scorer, status = _scorer(args, "explain")
+        if scorer is None:
             return status
         buf = io.StringIO()
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                _, n_bad = score_file(src, buf, det, policy=policy, limits=limits)
+                _, n_bad = score_file(src, buf, scorer, limits=limits)
         except (StreamAborted, EvqualDataError) as exc:
             print(f"evqual explain: error: stopped: {exc}", file=sys.stderr)
             return EXIT_IO

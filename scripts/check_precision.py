@@ -43,7 +43,7 @@ def _findings(examples, entity_backend="regex"):
 
 def suite_table(pairs_dir, entity_backend="regex") -> dict:
     from evqual.evaluation import load_pairs, pairs_to_examples
-    from evqual.features._checks import CHECKS
+    from evqual.features import CHECKS
 
     pairs = load_pairs(pairs_dir)
     examples = pairs_to_examples(pairs)
@@ -88,7 +88,7 @@ def ragtruth_table(data, entity_backend="regex") -> dict:
 
 
 def markdown(suite, rag) -> str:
-    from evqual.features._checks import CHECKS
+    from evqual.features import CHECKS
 
     lines = ["| check | suite: faithful fired | suite: hallucinated fired | suite precision | suite recall (its "
              "edit type) | RAGTruth fired | RAGTruth precision | QA | Summary | Data2txt |",

@@ -47,14 +47,14 @@ def main(argv=None) -> int:
         except (ValueError, OSError) as exc:
             print(f"error: cannot read the policy: {exc}", file=sys.stderr)
             return 2
-    from evqual.models import Detector
+    from evqual.scoring import Scorer
 
     try:
-        detector = Detector.load(args.model) if args.model else Detector.load()
+        scorer = Scorer.load(args.model)
     except (ValueError, OSError) as exc:
         print(f"error: cannot load the model: {exc}", file=sys.stderr)
         return 2
-    result = evaluate_contrastive(detector, pairs, policy=policy)
+    result = evaluate_contrastive(scorer, pairs, policy=policy)
     text = contrastive_markdown(result)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:

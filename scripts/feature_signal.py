@@ -18,7 +18,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", required=True, help="markdown file to write")
     args = ap.parse_args(argv)
 
-    from evqual._markdown import markdown_table
+    from evqual.evaluation import markdown_table
     from evqual.data import load_data, sample_path
     from evqual.evaluation import univariate_auroc
     from evqual.features import EvidenceFeaturizer

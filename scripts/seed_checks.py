@@ -23,7 +23,7 @@ def main(argv=None) -> int:
 
     import pandas as pd
 
-    from evqual._markdown import markdown_table
+    from evqual.evaluation import markdown_table
     from evqual.data import load_ragtruth
     from evqual.features import EvidenceFeaturizer
 

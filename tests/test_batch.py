@@ -22,12 +22,12 @@ import pytest
 
 from evqual.cli import main
 from evqual.data import Limits, iter_records, sample_path
-from evqual.models import Detector
 from evqual.scoring import (
     FRAME_COLUMNS,
     FRAME_SCHEMA,
     AuditLog,
     ScoreResult,
+    Scorer,
     read_audit_log,
     resolve_jobs,
     score_file_parallel,
@@ -69,10 +69,10 @@ LIMITS = Limits(max_output_chars=1000)
 
 
 @pytest.fixture(scope="module")
-def det():
+def scorer():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return Detector.load()
+        return Scorer.load()
 
 
 @pytest.fixture(scope="module")
@@ -117,14 +117,14 @@ def test_cli_jobs_0_on_bad_lines_same_bytes_and_exit_status(tmp_path, mixed_path
 
 
 @pytest.mark.parametrize("jobs, batch_size", [(2, 1), (3, 4)])
-def test_parallel_equals_serial_whatever_the_blocks(det, mixed_path, jobs, batch_size):
-    serial, counts = run(score_file, mixed_path, det, batch_size=16, limits=LIMITS)
-    parallel, pcounts = run(score_file_parallel, mixed_path, det, jobs=jobs, batch_size=batch_size, limits=LIMITS)
+def test_parallel_equals_serial_whatever_the_blocks(scorer, mixed_path, jobs, batch_size):
+    serial, counts = run(score_file, mixed_path, scorer, batch_size=16, limits=LIMITS)
+    parallel, pcounts = run(score_file_parallel, mixed_path, scorer, jobs=jobs, batch_size=batch_size, limits=LIMITS)
     assert parallel == serial
     assert pcounts == counts == (9, 8)
 
 
-def test_parallel_on_a_ragtruth_file_with_a_bad_source(det, tmp_path):
+def test_parallel_on_a_ragtruth_file_with_a_bad_source(scorer, tmp_path):
     folder = tmp_path / "rt"
     folder.mkdir()
     sources = [{"source_id": "s1", "task_type": "QA", "source_info": {"question": "q?", "passages": [1, 2]}},
@@ -134,17 +134,17 @@ def test_parallel_on_a_ragtruth_file_with_a_bad_source(det, tmp_path):
                   "quality": "good", "response": "It opened in 1932."} for i, sid in enumerate(["s2", "s1", "s2"])]
     (folder / "source_info.jsonl").write_text("".join(json.dumps(s) + "\n" for s in sources))
     (folder / "response.jsonl").write_text("".join(json.dumps(r) + "\n" for r in responses))
-    serial, counts = run(score_file, folder / "response.jsonl", det)
-    parallel, pcounts = run(score_file_parallel, folder / "response.jsonl", det, jobs=2, batch_size=1)
+    serial, counts = run(score_file, folder / "response.jsonl", scorer)
+    parallel, pcounts = run(score_file_parallel, folder / "response.jsonl", scorer, jobs=2, batch_size=1)
     assert parallel == serial and pcounts == counts == (2, 1)
     assert '"E106"' in parallel.splitlines()[1]
 
 
-def test_parallel_audit_log_matches_serial(det, mixed_path, tmp_path):
+def test_parallel_audit_log_matches_serial(scorer, mixed_path, tmp_path):
     logs = []
     for name, fn, kw in (("serial", score_file, {}), ("parallel", score_file_parallel, {"jobs": 2})):
         with AuditLog(tmp_path / f"{name}.jsonl", fsync=False) as audit:
-            run(fn, mixed_path, det, audit=audit, batch_size=3, limits=LIMITS, **kw)
+            run(fn, mixed_path, scorer, audit=audit, batch_size=3, limits=LIMITS, **kw)
         logs.append([{k: v for k, v in r.items() if k != "time"} for r in read_audit_log(tmp_path / f"{name}.jsonl")])
     assert logs[0] == logs[1]
     assert len(logs[0]) == len(MIXED_LINES) - 2
@@ -153,21 +153,21 @@ def test_parallel_audit_log_matches_serial(det, mixed_path, tmp_path):
 class CrashingScorer:
     """Scores like the detector, but its worker process dies on an answer that says CRASH."""
 
-    def __init__(self, det):
-        self.det = det
+    def __init__(self, scorer):
+        self.scorer = scorer
 
-    def score_batch(self, items, *, batch_size=64, limits=None):
+    def score_batch(self, items, *, policy=None, batch_size=64, limits=None):
         if any("CRASH" in getattr(it, "output", "") for it in items):
             os._exit(3)
-        return self.det.score_batch(items, batch_size=batch_size, limits=limits)
+        return self.scorer.score_batch(items, policy=policy, batch_size=batch_size, limits=limits)
 
 
-def test_a_dying_worker_costs_only_its_block(det, tmp_path):
+def test_a_dying_worker_costs_only_its_block(scorer, tmp_path):
     lines = [good(i) for i in range(1, 6)] + [good(6, output="CRASH here.")] + [good(i) for i in range(7, 12)]
     path = tmp_path / "crash.jsonl"
     path.write_text("".join(line + "\n" for line in lines))
-    serial, _ = run(score_file, path, det)
-    parallel, (n_ok, n_bad) = run(score_file_parallel, path, CrashingScorer(det), jobs=2, batch_size=2)
+    serial, _ = run(score_file, path, scorer)
+    parallel, (n_ok, n_bad) = run(score_file_parallel, path, CrashingScorer(scorer), jobs=2, batch_size=2)
     out_s, out_p = serial.splitlines(), parallel.splitlines()
     assert len(out_p) == len(lines) and (n_ok, n_bad) == (9, 2)
     crashed = {5, 6}  # lines 5 and 6 form the third block of two
@@ -200,18 +200,18 @@ def sample_frame():
     return pd.DataFrame(rows)
 
 
-def local_results(det, df):
-    items = [{k: row[k] for k in ("id", "query", "context", "output", "task_type")} for row in df.to_dict("records")]
-    return {r.id: r.to_json() for r in det.score_batch(items)}
+def local_results(scorer, df):
+    items = [{k: row[k] for k in ("id", "query", "context", "output", "task_type", "label")} for row in df.to_dict("records")]
+    return {r.id: r.to_json() for r in scorer.score_batch(items)}
 
 
-def test_score_frame_equals_local_scoring(det):
+def test_score_frame_equals_local_scoring(scorer):
     df = sample_frame()
-    out = score_frame(df, det, batch_size=7)
+    out = score_frame(df, scorer, batch_size=7)
     assert list(out.columns) == list(FRAME_COLUMNS)
     assert {c: str(t) for c, t in out.dtypes.items()} == {name: dtype for name, dtype, _ in FRAME_SCHEMA}
     assert out.index.equals(df.index) and list(out["id"]) == list(df["id"])
-    assert dict(zip(out["id"], out["result"])) == local_results(det, df)
+    assert dict(zip(out["id"], out["result"])) == local_results(scorer, df)
     assert out["error"].isna().all()
     for row in out.itertuples():
         res = ScoreResult.from_json(row.result)
@@ -221,49 +221,49 @@ def test_score_frame_equals_local_scoring(det):
         assert row.spans == [{"start": s.start, "end": s.end, "text": s.text, "risk": s.risk} for s in res.spans]
 
 
-def test_score_frame_bad_rows_get_an_error_and_keep_the_others(det):
+def test_score_frame_bad_rows_get_an_error_and_keep_the_others(scorer):
     df = pd.DataFrame({"id": ["a", "b", "c", "d", "e"],
                        "query": ["When did the bridge open?", None, "q", "q", float("nan")],
                        "context": [GOOD["context"], "The bridge opened in 1932.", ["c"], "ctx", ("one", "two")],
                        "output": ["The bridge opened in 1932.", "It opened in 1932.", None, 5, "One and two."],
                        "extra": [1, 2, 3, 4, 5]},
                       index=[10, 11, 12, 13, 14])
-    out = score_frame(df, det)
+    out = score_frame(df, scorer)
     assert list(out.index) == [10, 11, 12, 13, 14]
     assert out["error"].isna().tolist() == [True, True, False, False, True]
     assert out.loc[12, "error"] == "ValueError: missing required field 'output'"
     assert out.loc[13, "error"] == "TypeError: output must be a string; got int"
     assert math.isnan(out.loc[12, "risk"]) and pd.isna(out.loc[12, "flagged"]) and out.loc[12, "result"] is None
     good_rows = df.drop(index=[12, 13])
-    expect = det.score_batch([{"id": "a", "query": "When did the bridge open?", "context": GOOD["context"],
+    expect = scorer.score_batch([{"id": "a", "query": "When did the bridge open?", "context": GOOD["context"],
                                "output": "The bridge opened in 1932."},
                               {"id": "b", "context": "The bridge opened in 1932.", "output": "It opened in 1932."},
                               {"id": "e", "context": ["one", "two"], "output": "One and two."}])
     assert out.loc[good_rows.index, "result"].tolist() == [r.to_json() for r in expect]
 
 
-def test_score_frame_ids_from_the_index_and_limits(det):
+def test_score_frame_ids_from_the_index_and_limits(scorer):
     df = pd.DataFrame({"context": ["The bridge opened in 1932."] * 2, "output": ["It opened in 1932.", "x " * 60]},
                       index=["first", "second"])
-    out = score_frame(df, det, limits=Limits(max_output_chars=100))
+    out = score_frame(df, scorer, limits=Limits(max_output_chars=100))
     assert out["id"].tolist() == ["first", "second"]
     assert out["error"].isna().tolist() == [True, False] and "limit of 100" in out.loc["second", "error"]
 
 
-def test_score_frame_empty_frame_has_the_schema(det):
-    out = score_frame(pd.DataFrame({"context": [], "output": []}), det)
+def test_score_frame_empty_frame_has_the_schema(scorer):
+    out = score_frame(pd.DataFrame({"context": [], "output": []}), scorer)
     assert list(out.columns) == list(FRAME_COLUMNS) and len(out) == 0
     assert str(out.dtypes["flagged"]) == "boolean"
 
 
-def test_score_frame_rejects_bad_arguments(det):
+def test_score_frame_rejects_bad_arguments(scorer):
     with pytest.raises(TypeError, match="pandas DataFrame"):
-        score_frame([{"context": "c", "output": "o"}], det)
+        score_frame([{"context": "c", "output": "o"}], scorer)
     with pytest.raises(TypeError, match="model must be"):
         score_frame(pd.DataFrame({"context": ["c"], "output": ["o"]}), model=3)
 
 
-def test_score_frame_in_worker_processes_equals_local(det):
+def test_score_frame_in_worker_processes_equals_local(scorer):
     """A picklable entry point: two worker processes, the model loaded by path in each, once."""
     df = sample_frame().iloc[:4]
     parts = [df.iloc[:2], df.iloc[2:]]
@@ -271,7 +271,7 @@ def test_score_frame_in_worker_processes_equals_local(det):
     pickle.loads(pickle.dumps(fn))
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
         out = pd.concat(list(pool.map(fn, parts)))
-    pd.testing.assert_frame_equal(out, score_frame(df, det))
+    pd.testing.assert_frame_equal(out, score_frame(df, scorer))
 
 
 def test_model_by_path_is_loaded_once_per_process(tmp_path):
@@ -282,9 +282,9 @@ def test_model_by_path_is_loaded_once_per_process(tmp_path):
     assert a.detector is b.detector is c.detector
 
 
-def test_score_frame_policy_from_a_toml(det, tmp_path):
+def test_score_frame_policy_from_a_toml(scorer, tmp_path):
     strict = tmp_path / "strict.toml"
     strict.write_text("[thresholds]\ngeneral = 0.01\nsensitive = 0.01\n")
     df = pd.DataFrame({"id": ["a"], "context": [GOOD["context"]], "output": ["It opened in 1931."]})
-    out = score_frame(df, det, policy=strict)
+    out = score_frame(df, scorer, policy=strict)
     assert out.loc[0, "threshold"] == pytest.approx(0.01) and bool(out.loc[0, "flagged"])

@@ -32,7 +32,9 @@ def items():
 
 
 def _dicts(det, items, b):
-    return [r.to_dict() for r in det.score_batch(items, batch_size=b)]
+    from evqual.scoring import Scorer
+
+    return [r.to_dict() for r in Scorer(det).score_batch(items, batch_size=b)]
 
 
 def _assert_same_for_every_batch_size(det, items):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+
+from evqual.scoring import Scorer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -291,9 +293,7 @@ def test_check_precision_script_runs_on_the_fixture(tmp_path):
 
 def test_a_name_is_explained_once_per_sentence():
     # regression: 'Spain' got both ENTITY_CONFLICT and ENTITY_UNSUPPORTED
-    from evqual.models import Detector
-
-    r = Detector.load().score(query="What is the capital of France?",
+    r = Scorer.load().score(query="What is the capital of France?",
                               context=["Paris is the capital and largest city of France."],
                               output="Paris is the capital of Spain.", task_type="QA")
     codes = [x.code for s in r.sentences for x in s.reasons]
@@ -302,9 +302,7 @@ def test_a_name_is_explained_once_per_sentence():
 
 def test_a_flagged_answer_flags_the_sentence_that_contradicts_the_evidence():
     # regression: the answer was flagged by DATE_CONFLICT but only another sentence was flagged
-    from evqual.models import Detector
-
-    r = Detector.load().score(query="When did the bridge open?",
+    r = Scorer.load().score(query="When did the bridge open?",
                               context=["The bridge opened in 1932 after six years of work."],
                               output="The bridge opened in 1935. It was designed by Joseph Strauss.", task_type="QA")
     assert r.flagged
@@ -375,9 +373,7 @@ def test_record_keys_keep_short_camelcase_words_and_match_them_written_apart():
 def test_noise_a_user_saw_is_gone_from_the_reasons():
     # issue 9 section 2: "passage 2" is not a claim (no number, entity or novel-phrase reason), inflections
     # match ("sources"/"source", "opens"/"open"), "Mayor A and Governor B" are two supported names
-    from evqual.models import Detector
-
-    det = Detector.load()
+    det = Scorer.load()
     ctx = ["Mayor Alice Brown and Governor Tom Reyes opened the new library on Monday.",
            "The library sources books from local donors and opens at nine."]
     out = ("According to Passage 2, the library opened by Mayor Alice Brown and Governor Tom Reyes source books "

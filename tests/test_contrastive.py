@@ -361,7 +361,9 @@ def test_perfectly_separated_risks_give_auroc_one(low, high):
 def shipped_result():
     from evqual.models import Detector
 
-    return evaluate_contrastive(Detector.load(), load_pairs(FIXTURE))
+    from evqual.scoring import Scorer
+
+    return evaluate_contrastive(Scorer.load(), load_pairs(FIXTURE))
 
 
 def test_shipped_model_on_the_fixture(shipped_result):

@@ -19,15 +19,14 @@ import pytest
 
 from evqual.data import iter_records, sample_path
 from evqual.errors import MissingDependencyError
-from evqual.models import Detector
-from evqual.scoring import FRAME_COLUMNS, FRAME_SCHEMA, ScoreResult, score_frame
+from evqual.scoring import FRAME_COLUMNS, FRAME_SCHEMA, Scorer, ScoreResult
 
 
 @pytest.fixture(scope="module")
-def det():
+def scorer():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return Detector.load()
+        return Scorer.load()
 
 
 @pytest.fixture(scope="module")
@@ -43,11 +42,11 @@ def frame():
 
 
 @pytest.fixture(scope="module")
-def local(det, frame):
+def local(scorer, frame):
     """Local scoring: id -> the result's JSON (None for the row that cannot be scored)."""
-    items = [{k: row[k] for k in ("id", "query", "context", "output", "task_type")}
+    items = [{k: row[k] for k in ("id", "query", "context", "output", "task_type", "label")}
              for row in frame.to_dict("records") if isinstance(row["output"], str)]
-    out = {r.id: r.to_json() for r in det.score_batch(items)}
+    out = {r.id: r.to_json() for r in scorer.score_batch(items)}
     out["no-output"] = None
     return out
 
@@ -158,11 +157,12 @@ def spark():
 
 
 @pytest.mark.spark
-@pytest.mark.filterwarnings("ignore:The copy keyword is deprecated")  # pyspark's toPandas on pandas 3
+@pytest.mark.filterwarnings("ignore:The copy keyword is deprecated")  # pyspark 4.x on pandas 3
+@pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas")
 def test_spark_local_2_equals_local(spark, frame, local):
     from evqual.engines import score_spark
 
-    sdf = spark.createDataFrame(frame.drop(columns="label")).repartition(2)
+    sdf = spark.createDataFrame(frame).repartition(2)
     scored = score_spark(sdf, batch_size=16)
     assert scored.columns == list(FRAME_COLUMNS)
     fields = {f.name: f.dataType.simpleString() for f in scored.schema.fields}

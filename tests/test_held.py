@@ -17,8 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from evqual.data import load_sample
-from evqual.models import Detector
-from evqual.scoring import read_audit_log
+from evqual.scoring import Scorer, read_audit_log
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -27,7 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def det():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return Detector.load()
+        return Scorer.load()
 
 
 def test_three_concurrent_appenders_write_whole_records(tmp_path):

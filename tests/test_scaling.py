@@ -21,7 +21,7 @@ from evqual.data import load_sample, make_example
 from evqual.features import EvidenceFeaturizer
 from evqual.features import _similarity
 from evqual.features._similarity import ContextCache, split_tokens
-from evqual.scoring._score import _sentence_of
+from evqual.scoring._scorer import _sentence_of
 from evqual.text import split_sentences
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -243,7 +243,7 @@ def test_reason_overlap_test_equals_any(covered, runs):
 
 def test_record_field_lookup_finds_every_mentioned_field():
     """Looking fields up by token gives exactly the fields a scan over all of them finds."""
-    from evqual.features._structure import _mentions, _norm, candidate_fields, field_lookup, parse_fields
+    from evqual.features._structure import _norm, candidate_fields, field_lookup, mentions_field, parse_fields
 
     checked = 0
     for ex in load_sample().examples:
@@ -254,8 +254,8 @@ def test_record_field_lookup_finds_every_mentioned_field():
         for s, e in split_sentences(ex.output):
             toks = split_tokens(ex.output[s:e])[0]
             tset = {_norm(t) for t in toks} | set(toks)
-            scan = [j for j, (_, _, phrase, joined) in enumerate(fields) if _mentions(phrase, joined, tset)]
-            found = [j for j in candidate_fields(lookup, tset) if _mentions(fields[j][2], fields[j][3], tset)]
+            scan = [j for j, (_, _, phrase, joined) in enumerate(fields) if mentions_field(phrase, joined, tset)]
+            found = [j for j in candidate_fields(lookup, tset) if mentions_field(fields[j][2], fields[j][3], tset)]
             assert found == scan
             checked += bool(scan)
     assert checked > 10

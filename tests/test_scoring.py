@@ -1,4 +1,4 @@
-"""The production scoring path: Detector.score / score_batch, reasons, policy, JSON, CLI, audit log."""
+"""The production scoring path: Scorer.score / score_batch, reasons, policy, JSON, CLI, audit log."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from evqual.data import make_example
 from evqual.explain import REASONS, sentence_reasons
 from evqual.features._analysis import analyze
 from evqual.models import Detector
-from evqual.scoring import Policy, ScoreResult, read_audit_log
+from evqual.scoring import Scorer, Policy, ScoreResult, read_audit_log
 from evqual.text._entities import RegexEntityExtractor
 
 
@@ -25,7 +25,7 @@ from evqual.text._entities import RegexEntityExtractor
 def det():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return Detector.load()
+        return Scorer.load()
 
 
 BRIDGE = dict(query="When did the bridge open?", context=["The bridge opened in 1932 after six years of work.",
@@ -38,7 +38,7 @@ def test_score_result_fields(det):
     assert isinstance(r, ScoreResult) and r.id == "b1"
     assert 0.0 <= r.risk <= 1.0
     assert r.flagged == (r.risk >= r.threshold)
-    assert r.model.method == det.spec.name and len(r.model.sha256) == 64 and r.model.name == "default"
+    assert r.model.method == det.detector.spec.name and len(r.model.sha256) == 64 and r.model.name == "default"
     assert [s.text for s in r.sentences] == ["The bridge opened in 1935.", "It was designed by Joseph Strauss."]
     for s in r.sentences:
         assert r.output[s.start:s.end] == s.text
@@ -264,25 +264,25 @@ def test_lite_frame_predictions_equal_pandas_frame(det):
     from evqual.data import load_sample
 
     exs = load_sample().examples[:20]
-    full = det.builder_.transform(exs, with_targets=False)
-    lite, _, _ = det.builder_.transform_with_analyses(exs, with_targets=False, lite=True)
-    r1, s1 = det.predict_proba_and_sentences_frame(full)
-    r2, s2 = det.predict_proba_and_sentences_frame(lite)
+    full = det.detector.builder_.transform(exs, with_targets=False)
+    lite, _, _ = det.detector.builder_.transform_with_analyses(exs, with_targets=False, lite=True)
+    r1, s1 = det.detector.predict_proba_and_sentences_frame(full)
+    r2, s2 = det.detector.predict_proba_and_sentences_frame(lite)
     np.testing.assert_array_equal(r1, r2)
     for a, b in zip(s1, s2):
         np.testing.assert_array_equal(a, b)
-    np.testing.assert_allclose(r1, det.predict_proba(exs), rtol=0, atol=1e-12)
-    assert det.predict_spans_frame(full, s1) == det.predict_spans_frame(lite, s2)
+    np.testing.assert_allclose(r1, det.detector.predict_proba(exs), rtol=0, atol=1e-12)
+    assert det.detector.predict_spans_frame(full, s1) == det.detector.predict_spans_frame(lite, s2)
 
 
 def test_shipped_model_has_a_span_tagger_and_records_it(det):
     from evqual.features import TOKEN_FEATURE_NAMES
     from evqual.models import read_meta
 
-    assert det.span_tagger_ is not None and 0 < det.span_threshold_ < 1
+    assert det.detector.span_tagger_ is not None and 0 < det.detector.span_threshold_ < 1
     meta = read_meta(__import__("evqual.models", fromlist=["x"]).default_model_path())
     assert meta["span_tagger"]["token_features"] == list(TOKEN_FEATURE_NAMES)
-    assert meta["span_tagger"]["threshold"] == det.span_threshold_
+    assert meta["span_tagger"]["threshold"] == det.detector.span_threshold_
 
 
 def test_model_with_other_token_features_is_refused(tmp_path):
@@ -306,10 +306,10 @@ def test_span_gate_scores_fewer_tokens_but_same_shape(det):
     from evqual.models._frame import TOK
 
     exs = load_sample().examples[:10]
-    fr, _, _ = det.builder_.transform_with_analyses(exs, with_targets=False, lite=True)
-    _, sr = det.predict_proba_and_sentences_frame(fr)
-    full = det.span_tagger_.token_proba(fr, sr)
-    gated = det.span_tagger_.token_proba(fr, sr, gate=0.5)
+    fr, _, _ = det.detector.builder_.transform_with_analyses(exs, with_targets=False, lite=True)
+    _, sr = det.detector.predict_proba_and_sentences_frame(fr)
+    full = det.detector.span_tagger_.token_proba(fr, sr)
+    gated = det.detector.span_tagger_.token_proba(fr, sr, gate=0.5)
     for tok, f, g, r in zip(fr[TOK], full, gated, sr):
         assert len(f) == len(g) == len(tok.offsets)
         low = np.asarray(r)[tok.sentence] < 0.5
@@ -381,9 +381,10 @@ def test_response_level_method_points_at_the_sentence_with_most_gaps():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         det = Detector("evidence-lr").fit(load_sample())
-    r = det.score(query="When did the bridge open?", context=["The bridge opened in 1932 after six years of work."],
-                  output="The bridge opened in 1932. Joseph Strauss built it with 69 million dollars in 1930.",
-                  policy=Policy(general_threshold=0.0, sensitive_threshold=0.0, escalate_band=None))
+    r = Scorer(det).score(query="When did the bridge open?",
+                          context=["The bridge opened in 1932 after six years of work."],
+                          output="The bridge opened in 1932. Joseph Strauss built it with 69 million dollars in 1930.",
+                          policy=Policy(general_threshold=0.0, sensitive_threshold=0.0, escalate_band=None))
     assert r.flagged and r.spans == ()
     flagged = [s for s in r.sentences if s.flagged]
     assert [s.index for s in flagged] == [1] and flagged[0].evidence is not None

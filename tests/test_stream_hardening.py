@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from evqual.cli import main
 from evqual.data import Limits, iter_records, load_data, load_jsonl
-from evqual.models import Detector
+from evqual.scoring import Scorer
 from evqual.scoring._stream import StreamAborted, score_file
 
 GOOD = {"query": "When did the bridge open?", "context": ["The bridge opened in 1932 after six years of work."],
@@ -32,7 +32,7 @@ GOOD = {"query": "When did the bridge open?", "context": ["The bridge opened in 
 def det():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return Detector.load()
+        return Scorer.load()
 
 
 def good(i, **kw):
@@ -133,7 +133,7 @@ def test_error_records_name_field_and_reason(det, tmp_path):
 
 
 def test_surrogates_never_reach_the_output_or_audit(det, tmp_path):
-    from evqual.scoring import AuditLog, read_audit_log
+    from evqual.scoring import Scorer, AuditLog, read_audit_log
 
     path = write_raw(tmp_path / "in.jsonl", [BAD_LINES["surrogate_output"], good(2)])
     out = tmp_path / "out.jsonl"

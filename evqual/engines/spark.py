@@ -9,7 +9,7 @@ from ..scoring import SPARK_SCHEMA, score_frame
 
 __all__ = ["score_spark"]
 
-_INPUT = ("id", "query", "context", "output", "task_type", "metadata")
+_INPUT = ("id", "query", "context", "output", "task_type", "metadata", "label")
 
 
 def _require_pyspark():
@@ -33,9 +33,10 @@ def score_spark(sdf, model=None, policy=None, *, batch_size: int = 64, limits=No
     ----------
     sdf : pyspark.sql.DataFrame
         One answer per row: ``id``, ``context`` (a string or an array of
-        strings) and ``output`` are required; ``query``, ``task_type`` and
-        ``metadata`` (a struct or map of the metadata keys) are read when
-        present, every other column is ignored (join the result on ``id``).
+        strings) and ``output`` are required; ``query``, ``task_type``,
+        ``label`` (0/1) and ``metadata`` (a struct of the metadata keys) are
+        read when present, every other column is ignored (join the result
+        on ``id``).
     model : None, str, Path or Detector, optional
         ``None``: the shipped model; a folder: that saved model (readable at
         the same path on every executor).  Either is loaded once per Python

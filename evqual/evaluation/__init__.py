@@ -9,11 +9,15 @@ from ._contrastive import contrastive_markdown, evaluate_contrastive, load_pairs
 from ._metrics import METRIC_KEYS, binary_metrics, grouped_metrics, type_metrics
 from ._policy import policy_summary, policy_table
 from ._protocols import PROTOCOLS, protocol_splits
+from .._markdown import markdown_table
+from ._reproduce import reproduce
 from ._report import feature_importances, metrics_table, write_comparison, write_report
 from ._run import EvaluationResult, build_frame, evaluate
 from ._signal import univariate_auroc
 
 __all__ = [
+    "markdown_table",
+    "reproduce",
     "contrastive_markdown", "evaluate_contrastive", "load_pairs", "pairs_to_examples",
     "policy_summary",
     "policy_table",

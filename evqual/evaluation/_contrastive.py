@@ -155,7 +155,7 @@ def _expand(paths, issues) -> list[Path]:
 
 def _read_jsonl(path: Path, issues):
     """Yield ``(line_no, dict)`` for every non-blank line of ``path`` that is a JSON object."""
-    from ..data._json import DepthError, loads_bounded
+    from ..data import DepthError, loads_bounded
 
     try:
         data = path.read_bytes()
@@ -195,8 +195,8 @@ def _read_jsonl(path: Path, issues):
 
 def _check_pair(obj, file: str, line, issues) -> None:
     """Append the first problem of one pair record to ``issues`` (nothing when it is valid)."""
-    from ..data._chunking import chunk_context
-    from ..data._json import check_value
+    from ..data import chunk_context
+    from ..data import check_value
 
     def bad(code, fld, message):
         issues.append(DataIssue(code, file, line, fld, message))
@@ -365,12 +365,12 @@ def pairs_to_examples(pairs) -> list:
 # ---------------------------------------------------------------------------------------------- evaluation
 
 
-def evaluate_contrastive(detector, pairs, *, policy=None) -> dict:
+def evaluate_contrastive(scorer, pairs, *, policy=None) -> dict:
     """Score both answers of every pair and summarize how well the detector tells them apart.
 
     Parameters
     ----------
-    detector : evqual.models.Detector
+    scorer : evqual.scoring.Scorer
         Anything with ``score_batch(examples, policy=...)`` returning
         :class:`~evqual.scoring.ScoreResult`-like objects (``risk``,
         ``decision``, ``sentences``) in input order.
@@ -418,12 +418,12 @@ def evaluate_contrastive(detector, pairs, *, policy=None) -> dict:
 
     Examples
     --------
-    >>> from evqual.models import Detector
+    >>> from evqual.scoring import Scorer
     >>> pair = {"pair": "p1", "type": "number", "task_type": "QA", "domain": "travel",
     ...         "query": "When does the museum open?", "context": ["The museum opens at 9 am daily."],
     ...         "faithful": "It opens at 9 am.", "hallucinated": "It opens at 10 am.", "error": "10 am",
     ...         "paraphrase": False, "distractor": False, "note": "9 -> 10"}
-    >>> res = evaluate_contrastive(Detector.load(), [pair])
+    >>> res = evaluate_contrastive(Scorer.load(), [pair])
     >>> res["overall"]["n_pairs"], sorted(res["by_type"]), [r["which"] for r in res["rows"]]
     (1, ['number'], ['faithful', 'hallucinated'])
     >>> res["overall"]["pair_accuracy"] in (0.0, 0.5, 1.0), res["model"]["name"]
@@ -431,9 +431,9 @@ def evaluate_contrastive(detector, pairs, *, policy=None) -> dict:
     """
     pairs = _validated(pairs)
     examples = pairs_to_examples(pairs)
-    results = list(detector.score_batch(examples, policy=policy)) if examples else []
+    results = list(scorer.score_batch(examples, policy=policy)) if examples else []
     if len(results) != len(examples):
-        raise ValueError(f"the detector returned {len(results)} results for {len(examples)} answers")
+        raise ValueError(f"the scorer returned {len(results)} results for {len(examples)} answers")
     rows, reasons = [], {}
     for i, pair in enumerate(pairs):
         e_start, e_end = error_span(pair)
@@ -461,7 +461,7 @@ def evaluate_contrastive(detector, pairs, *, policy=None) -> dict:
         "by_task": _grouped(pairs, rows, paraphrase, "task_type"),
         "reasons": {code: reasons[code] for code in sorted(reasons)},
         "rows": rows,
-        "model": _model_info(detector, results),
+        "model": _model_info(scorer, results),
         "policy": _policy_dict(policy),
         "flag_rule": _FLAG_RULE,
     }
@@ -507,12 +507,12 @@ def _group_metrics(rows, paraphrase, idx) -> dict:
     }
 
 
-def _model_info(detector, results) -> dict:
+def _model_info(scorer, results) -> dict:
     info = {}
     model = getattr(results[0], "model", None) if results else None
     if model is not None and is_dataclass(model):
         info.update(asdict(model))
-    meta = getattr(detector, "meta_", None) or {}
+    meta = getattr(getattr(scorer, "detector", scorer), "meta_", None) or {}
     if isinstance(meta, dict) and meta.get("prediction_fingerprint") is not None:
         info["prediction_fingerprint"] = meta["prediction_fingerprint"]
     return info
@@ -580,7 +580,7 @@ def contrastive_markdown(result: dict) -> str:
     import pandas as pd
 
     from .._markdown import markdown_table
-    from ..explain._render import _md_inline
+    from .._markdown import md_inline as _md_inline
 
     def num(v):
         return "n/a" if v is None else float(v)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..models._detector import grouped_folds
+from ..models import grouped_folds
 
 __all__ = ["PROTOCOLS", "protocol_splits"]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .._markdown import markdown_table
 from ..models import METHODS, MethodSpec
-from ..models._methods import EVIDENCE_FAMILIES, SEED_002
+from ..models import EVIDENCE_FAMILIES, SEED_002
 from ._report import write_comparison, write_report
 from ._run import build_frame, evaluate
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..models import Detector, FrameBuilder, MethodSpec, get_method, validation_split
-from ..models._frame import SENT, TOK
-from ..models._spans import project_sentences, span_scores
+from ..models import SENT, TOK
+from ..models import project_sentences, span_scores
 from ._metrics import binary_metrics, grouped_metrics, type_metrics
 from ._protocols import protocol_splits
 

@@ -5,7 +5,15 @@
 True
 """
 
-from ._reasons import LOW_SUPPORT_ECS, REASONS, ReasonCode, citation_for, explanation_text, sentence_reasons
+from ._reasons import (
+    LOW_SUPPORT_ECS,
+    REASONS,
+    ReasonCode,
+    citation_for,
+    explanation_text,
+    model_risk_reason,
+    sentence_reasons,
+)
 from ._render import render_html, render_markdown, write_report
 
 __all__ = [
@@ -14,6 +22,7 @@ __all__ = [
     "ReasonCode",
     "citation_for",
     "explanation_text",
+    "model_risk_reason",
     "render_html",
     "render_markdown",
     "sentence_reasons",

@@ -56,10 +56,18 @@ import bisect
 import re
 from dataclasses import dataclass
 
-from ..features import is_novel, query_stems
-from ..scoring._result import Citation, Reason
-from ..text import STOP_WORDS, extract_numbers
-from ..text._tokens import TOKEN_PATTERN
+from ..features import (
+    ANTONYMS,
+    KNOWN_ATTRIBUTES,
+    candidate_fields,
+    field_lookup,
+    is_novel,
+    mentions_field,
+    query_stems,
+    token_set,
+)
+from ..results import Citation, Reason
+from ..text import STOP_WORDS, TOKEN_PATTERN, extract_numbers
 
 __all__ = ["REASONS", "ReasonCode", "sentence_reasons", "model_risk_reason", "citation_for", "explanation_text",
            "LOW_SUPPORT_ECS"]
@@ -206,9 +214,13 @@ def sentence_reasons(example, analysis, i: int, *, risk: float | None = None, ci
     checked = set()
     for f in findings:
         checked.add(f.check)
-        cid = example.chunks[f.chunk].id if 0 <= f.chunk < len(example.chunks) else "none"
+        chunk = example.chunks[f.chunk] if 0 <= f.chunk < len(example.chunks) else None
+        cid = chunk.id if chunk is not None else "none"
+        # where the evidence item stands in the context as evqual joined it (ScoreResult.context)
+        at = dict(context_start=chunk.start + f.ev_start, context_end=chunk.start + f.ev_end) if chunk else {}
         common = dict(mention=f.mention, evidence=f.evidence, chunk_id=cid, chunk_index=f.chunk,
-                      evidence_start=f.ev_start, evidence_end=f.ev_end, start=f.start, end=f.end)
+                      evidence_start=f.ev_start, evidence_end=f.ev_end, start=f.start, end=f.end, check=f.check,
+                      **at)
         if f.check == "negation":
             negated = _negated_before(output, f.start)
             out.append(_reason("NEGATION_CONFLICT", side="negated" if negated else "affirmed", **common))
@@ -217,7 +229,8 @@ def sentence_reasons(example, analysis, i: int, *, risk: float | None = None, ci
             out.append(_reason("FIELD_CONFLICT", field=label or f.evidence, value=value.strip().lower(), **common))
         elif f.check == "antonym":
             out.append(_reason("ANTONYM", word=f.mention, opposite=f.evidence, chunk_id=cid, chunk_index=f.chunk,
-                               start=f.start, end=f.end, evidence_start=f.ev_start, evidence_end=f.ev_end))
+                               start=f.start, end=f.end, evidence_start=f.ev_start, evidence_end=f.ev_end,
+                               check=f.check, **at))
         else:
             out.append(_reason(_CHECK_CODES[f.check], **common))
     # a contradiction finding stands for the gaps it covers; an unsupported claim unit leaves the specific
@@ -260,8 +273,6 @@ def sentence_reasons(example, analysis, i: int, *, risk: float | None = None, ci
                            sentence_side="has" if not chunk_neg else "lacks",
                            evidence_side="does not have" if not chunk_neg else "has"))
     if sent["sent.negation.antonym.v1"][i] and k >= 0 and "antonym" not in checked:
-        from ..features._novelty import ANTONYMS
-
         near = index.chunk_negation(k)[1]
         for m in _TOKEN_RE.finditer(output, s, e):
             t = m.group().lower()
@@ -333,14 +344,6 @@ def _overlap_test(intervals):
 
 
 def _field_reasons(output, s, e, index) -> list[Reason]:
-    from ..features._structure import (
-        KNOWN_ATTRIBUTES,
-        _mentions,
-        candidate_fields,
-        field_lookup,
-        token_set,
-    )
-
     fields, keys = index.fields
     toks = [t.lower() for t in _TOKEN_RE.findall(output[s:e])]
     tset = token_set([t for t in toks if t not in STOP_WORDS]) | set(toks)
@@ -348,7 +351,7 @@ def _field_reasons(output, s, e, index) -> list[Reason]:
     lookup = index.field_lookup if hasattr(index, "field_lookup") else field_lookup(fields)
     for j in candidate_fields(lookup, tset):
         label, kind, phrase, joined = fields[j]
-        if not _mentions(phrase, joined, tset):
+        if not mentions_field(phrase, joined, tset):
             continue
         if kind == "null":
             out.append(_reason("FIELD_NULL", field=label))
@@ -366,9 +369,14 @@ def explanation_text(flagged: bool, risk: float, threshold: float, reasons, cita
     ``why`` says what flagged the sentence: ``"risk"`` (its risk reached the
     sentence threshold), ``"span"`` (it holds a predicted span), ``"finding"``
     (it holds a claim-aligned contradiction finding of a flagged answer) or ``"top"``
-    (the riskiest sentence of a flagged answer).
+    (the riskiest sentence of a flagged answer); for a sentence that is not
+    flagged, ``"note"`` says it would have been on its own signals but the
+    answer is shown.
     """
-    if not flagged:
+    if not flagged and why == "note":
+        verdict = (f"Note, not flagged (the answer is shown): sentence risk {risk:.2f}"
+                   + (f" >= {threshold:.2f}" if risk >= threshold else ""))
+    elif not flagged:
         verdict = f"Not flagged (risk {risk:.2f} < {threshold:.2f})"
     elif why == "span":
         verdict = f"Flagged (holds a predicted hallucinated span; sentence risk {risk:.2f})"
@@ -380,7 +388,9 @@ def explanation_text(flagged: bool, risk: float, threshold: float, reasons, cita
         verdict = f"Flagged (risk {risk:.2f} >= {threshold:.2f})"
     parts = [r.text for r in reasons]
     text = verdict + (" because " + "; ".join(parts) if flagged and parts else "")
-    if not flagged and parts:
+    if not flagged and why == "note" and parts:
+        text += "; noted: " + "; ".join(parts)
+    elif not flagged and parts:
         text += "; gaps noted: " + "; ".join(parts)
     if citation is not None:
         text += f". Nearest evidence: {citation.chunk_id}."

@@ -33,7 +33,8 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from ..scoring._result import DECISIONS, ScoreResult
+from .._markdown import md_cell as _md_cell, md_code as _md_code, md_inline as _md_inline, md_text as _md_text
+from ..results import DECISIONS, ScoreResult
 
 __all__ = ["render_html", "render_markdown", "write_report"]
 
@@ -379,33 +380,8 @@ def render_html(results, *, title: str = "evqual report") -> str:
 # ---------------------------------------------------------------- markdown
 
 
-# markdown that text could use to make links, images, code or emphasis: backslash-escaped
-# (underscores only at word edges, where they can open emphasis; "passage_2" stays as it is)
-_MD_SPECIAL = re.compile(r"[\\`*\[\]]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
+# a line of text that would start a heading or a list in markdown
 _MD_LINE_START = re.compile(r"^(\s*)(#|=|\+|-(?=\s)|\d+[.)](?=\s))")
-
-
-def _md_text(text) -> str:
-    """Text for markdown: link, image, code and emphasis markup backslash-escaped, HTML special characters
-    escaped (raw HTML passes through renderers), so no text can add a link, an image or markup."""
-    s = _MD_SPECIAL.sub(lambda m: "\\" + m.group(0), "" if text is None else str(text))
-    return html.escape(s, quote=False)
-
-
-def _md_code(text) -> str:
-    """Text for inside a code span: no backticks, line breaks or pipes (escapes do not work there)."""
-    return html.escape(" ".join(str(text).replace("`", "").replace("|", "").split()), quote=False)
-
-
-def _md_inline(text) -> str:
-    """One line of markdown text: every line break (``\\n``, U+2028, ...) folded into a space."""
-    return _md_text(" ".join(("" if text is None else str(text)).split()))
-
-
-def _md_cell(text, *, escaped: bool = False) -> str:
-    """A table cell: escaped as :func:`_md_text` (unless ``escaped``), pipes escaped, newlines as ``<br>``."""
-    s = (text if escaped else _md_text(text)).replace("|", "\\|")
-    return re.sub(r"\r\n|\r|\n|\u2028|\u2029|\x85", "<br>", s)
 
 
 def _truncate(text: str, n: int = _EVIDENCE_MAX) -> str:

@@ -13,7 +13,8 @@ families that can be switched on and off.
 from ._analysis import Analysis, SentenceEvidence, analyze, analyze_many
 from ._featurizer import EvidenceFeaturizer, InvalidParameterError, as_examples
 from ._lexical import ECS_WEIGHTS
-from ._novelty import is_novel, query_stems
+from ._checks import CHECKS
+from ._novelty import ANTONYMS, is_novel, query_stems
 from ._registry import (
     CONTENT_FAMILIES,
     FAMILIES,
@@ -25,10 +26,18 @@ from ._registry import (
     meta_feature_name,
 )
 from ._similarity import ContextCache, ContextIndex
+from ._structure import KNOWN_ATTRIBUTES, candidate_fields, field_lookup, mentions_field, token_set
 from ._surface import REFUSAL_PATTERN, is_refusal
 from ._token_features import TOKEN_FEATURE_NAMES, TokenBlock, token_block
 
 __all__ = [
+    "ANTONYMS",
+    "CHECKS",
+    "KNOWN_ATTRIBUTES",
+    "candidate_fields",
+    "field_lookup",
+    "mentions_field",
+    "token_set",
     "is_novel",
     "query_stems",
     "CONTENT_FAMILIES",

@@ -7,7 +7,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ..data import Example, LoadResult, make_example
-from ..data._targets import response_label, sentence_targets
+from ..data import response_label, sentence_targets
 from ..text import ENTITY_BACKENDS, SpacyClaimSplitter, make_entity_extractor
 from ._analysis import analyze_many
 from ._registry import CONTENT_FAMILIES, META_NUMERIC, list_features, meta_feature_name

@@ -37,7 +37,7 @@ import numpy as np
 from scipy import sparse
 
 from ..text import STOP_WORDS, US_STATES, context_number_values, extract_numbers
-from ..text._tokens import TOKEN_PATTERN
+from ..text import TOKEN_PATTERN
 
 __all__ = ["ContextIndex", "SentenceMatch", "ContextCache", "BM25_K1", "BM25_B", "BM25_EPSILON"]
 

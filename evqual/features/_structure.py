@@ -27,9 +27,10 @@ import re
 import numpy as np
 
 from ..text import STOP_WORDS
-from ..text._tokens import TOKEN_PATTERN
+from ..text import TOKEN_PATTERN
 
-__all__ = ["parse_fields", "structure_sentence", "structure_response", "token_set", "KNOWN_ATTRIBUTES", "NEGATION_RE"]
+__all__ = ["parse_fields", "structure_sentence", "structure_response", "token_set", "KNOWN_ATTRIBUTES", "NEGATION_RE",
+           "candidate_fields", "field_lookup", "mentions_field"]
 
 _TOKEN_RE = re.compile(TOKEN_PATTERN)
 _GENERIC = frozenset({"attributes", "restaurants", "business", "accepts", "allowed", "good", "range2", "level",
@@ -115,7 +116,7 @@ def token_set(toks) -> set:
     return out
 
 
-def _mentions(phrase, joined, toks: set) -> bool:
+def mentions_field(phrase, joined, toks: set) -> bool:
     if phrase and all(t in toks for t in phrase):
         return True
     return bool(joined) and joined in toks
@@ -163,7 +164,7 @@ def structure_sentence(output: str, sentences, sent_tokens, fields, field_keys, 
             negated = NEGATION_RE.search(output, s, e) is not None
             for j in candidate_fields(lookup, tset):
                 _, kind, phrase, joined = fields[j]
-                if not _mentions(phrase, joined, tset):
+                if not mentions_field(phrase, joined, tset):
                     continue
                 if kind == "null":
                     null[i] += 1

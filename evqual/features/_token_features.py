@@ -32,7 +32,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..text import STOP_WORDS
-from ..text._tokens import TOKEN_PATTERN
+from ..text import TOKEN_PATTERN
 from ._novelty import ANTONYMS
 
 __all__ = ["TOKEN_FEATURE_NAMES", "TokenBlock", "token_block"]

@@ -11,13 +11,15 @@ from ._detector import (
     FLOOR_MIN_PRECISION,
     FLOOR_PRIOR,
     THRESHOLD_RULES,
+    Detections,
     Detector,
     evidence_floors,
+    grouped_folds,
     seed002_objective,
     validation_split,
 )
 from ._estimators import FeatureSelector, SentenceMaxClassifier, StackedEvidenceClassifier, TextColumn
-from ._frame import FrameBuilder, LiteFrame, SentenceBlock
+from ._frame import SENT, TOK, FrameBuilder, LiteFrame, SentenceBlock
 from ._io import (
     META_FORMAT,
     MODEL_SHA256_ENV,
@@ -33,10 +35,19 @@ from ._io import (
     save_detector,
     training_data_info,
 )
-from ._methods import METHODS, MethodSpec, get_method, list_methods
-from ._spans import SpanTagger, span_scores, tokens_to_spans
+from ._methods import EVIDENCE_FAMILIES, METHODS, SEED_002, MethodSpec, get_method, list_methods
+from ._metrics import METRIC_KEYS, binary_metrics
+from ._spans import SpanTagger, project_sentences, span_scores, tokens_to_spans
 
 __all__ = [
+    "EVIDENCE_FAMILIES",
+    "METRIC_KEYS",
+    "SEED_002",
+    "SENT",
+    "TOK",
+    "binary_metrics",
+    "grouped_folds",
+    "project_sentences",
     "FLOOR_CHECKS",
     "FLOOR_MIN_PRECISION",
     "FLOOR_PRIOR",
@@ -44,6 +55,7 @@ __all__ = [
     "CALIBRATIONS",
     "METHODS",
     "THRESHOLD_RULES",
+    "Detections",
     "Detector",
     "FeatureSelector",
     "FrameBuilder",

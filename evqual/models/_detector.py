@@ -16,6 +16,8 @@ The held-out data is never seen by any of these steps.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.calibration import CalibratedClassifierCV
@@ -28,7 +30,7 @@ from ._frame import TOK, FrameBuilder
 from ._methods import MethodSpec, get_method
 from ._spans import tokens_to_spans
 
-__all__ = ["Detector", "THRESHOLD_RULES", "CALIBRATIONS", "seed002_objective", "validation_split"]
+__all__ = ["Detector", "Detections", "THRESHOLD_RULES", "CALIBRATIONS", "seed002_objective", "validation_split"]
 
 CALIBRATIONS = ("sigmoid", "isotonic", "none")
 THRESHOLD_RULES = ("f1", "seed002")
@@ -180,6 +182,31 @@ class grouped_folds:  # noqa: N801 - behaves like a splitter class
         except ValueError:
             return list(GroupKFold(n_splits=self.n_splits, shuffle=True,
                                    random_state=self.random_state).split(X, strata, groups))
+
+
+class Detections(NamedTuple):
+    """What :meth:`Detector.detect` finds for a batch of examples (input order).
+
+    Attributes
+    ----------
+    examples : list of Example
+        The examples as featurized.
+    analyses : list of evqual.features.Analysis
+        Their analyses (sentences, offsets, evidence, check findings), which
+        explanations read.
+    risk : numpy.ndarray of shape (n_examples,)
+        Calibrated response risks (floored by the evidence checks).
+    sentence_risk : list of numpy.ndarray or None
+        Raw sentence risks per example (sentence-level methods only).
+    spans : list of list of (start, end, risk) or None
+        Predicted character spans per example (methods with a span tagger).
+    """
+
+    examples: list
+    analyses: list
+    risk: np.ndarray
+    sentence_risk: list | None
+    spans: list | None
 
 
 class Detector:
@@ -373,7 +400,7 @@ class Detector:
         else:
             self.classifier_ = tune_threshold(calibrated, val, y_val, self.threshold_rule)
             self.threshold_ = float(self.classifier_.best_threshold_)
-        from ..evaluation._metrics import binary_metrics
+        from ._metrics import binary_metrics
 
         # raw holds the calibrated validation risks already (same map as predict_proba_frame)
         self.validation_metrics_ = binary_metrics(y_val, raw, self.threshold_)
@@ -529,72 +556,6 @@ class Detector:
 
         return load_detector(path if path is not None else default_model_path(), sha256=sha256)
 
-    def score(self, *, query=None, context, output, task_type=None, metadata=None, id=None, policy=None,
-              limits=None):
-        """Score one answer: calibrated risk, decision, sentences with reasons and evidence, spans.
-
-        Parameters
-        ----------
-        query : str or None
-            The user's request (``None``: derived from ``task_type``).
-        context : str, list of str or dict
-            The evidence given to the generator (a list is one chunk per item).
-        output : str
-            The answer under audit.
-        task_type : str or None
-            ``"QA"``, ``"Summary"``, ``"Data2txt"`` or another string.
-        metadata : dict or None
-            ``model``, ``temperature``, ``quality``, ``source_id``, ``split``
-            (only metadata-using methods read them).
-        id : str, optional
-        policy : evqual.scoring.Policy, optional
-            Decision bands and topic thresholds (default ``Policy()``).
-        limits : evqual.data.Limits, optional
-            Size caps on output, context and query (default
-            :data:`evqual.data.DEFAULT_LIMITS`); a text over its cap raises
-            :class:`ValueError` naming the field.
-
-        Returns
-        -------
-        evqual.scoring.ScoreResult
-
-        Examples
-        --------
-        >>> from evqual.models import Detector
-        >>> det = Detector.load()
-        >>> r = det.score(query="When did the bridge open?",
-        ...               context=["The bridge opened in 1932 after six years of work."],
-        ...               output="The bridge opened in 1935.")
-        >>> r.sentences[0].reasons[0].code
-        'DATE_CONFLICT'
-        >>> 0.0 <= r.risk <= 1.0
-        True
-        """
-        from ..scoring._score import as_scoring_example, score_examples
-
-        item = {"query": query, "context": context, "output": output, "task_type": task_type,
-                "metadata": metadata, "id": id}
-        return score_examples(self, [as_scoring_example(item, limits=limits)], policy=policy)[0]
-
-    def score_batch(self, items, *, policy=None, batch_size: int = 64, limits=None) -> list:
-        """Score many answers (dicts of :meth:`score`'s arguments, or Examples); results in input order.
-
-        Answers are featurized and scored ``batch_size`` at a time, which is
-        much faster per answer than calling :meth:`score` in a loop.  Dicts
-        must fit ``limits`` (see :meth:`score`); Examples are taken as they are.
-        """
-        from ..scoring._score import as_scoring_example, score_examples
-
-        out, batch = [], []
-        for n, item in enumerate(items):
-            batch.append(as_scoring_example(item, default_id=str(n), limits=limits))
-            if len(batch) >= batch_size:
-                out.extend(score_examples(self, batch, policy=policy))
-                batch = []
-        if batch:
-            out.extend(score_examples(self, batch, policy=policy))
-        return out
-
     def span_proba_frame(self, frame, sentence_risks=None) -> list[np.ndarray] | None:
         """Token risks per row from the span tagger (``None`` without one)."""
         if getattr(self, "span_tagger_", None) is None:
@@ -617,9 +578,54 @@ class Detector:
         # risks need no token features (spans come from score / predict_spans_frame)
         return self.builder_.transform(examples, with_targets=False, with_tokens=False)
 
+    def detect(self, examples, *, spans: bool = True) -> "Detections":
+        """Everything the detector says about examples, in one pass: risks, sentence risks, spans.
+
+        The production path: features are built once (no pandas frame, no
+        targets), the sentence model runs once, and token features are
+        built only for sentences past the span tagger's gate.
+
+        Parameters
+        ----------
+        examples : examples (see :func:`evqual.features.as_examples`)
+        spans : bool, default=True
+            Run the span tagger (when the method has one).
+
+        Returns
+        -------
+        Detections
+
+        Examples
+        --------
+        >>> from evqual.data import load_sample
+        >>> from evqual.models import Detector
+        >>> det = Detector.load()
+        >>> d = det.detect(list(load_sample())[:3])
+        >>> len(d.risk), len(d.analyses), bool(((d.risk >= 0) & (d.risk <= 1)).all())
+        (3, 3, True)
+        """
+        if not hasattr(self, "builder_"):
+            raise ValueError("this Detector was fitted on frames; pass frames to *_frame methods.")
+        frame, exs, analyses = self.builder_.transform_with_analyses(examples, with_targets=False,
+                                                                     with_tokens=False, lite=True)
+        if not exs:
+            return Detections([], [], np.zeros(0), None, None)
+        risks, sent_risks = self.predict_proba_and_sentences_frame(frame)
+        found = None
+        if spans and getattr(self, "span_tagger_", None) is not None:
+            from ..features import token_block
+
+            # token features only for the sentences the tagger's gate lets through (the others get no span)
+            gate = getattr(self, "span_gate_", 0.0)
+            frame.set_column(TOK, [token_block(ex.output, an,
+                                               only_sentences=np.asarray(sr) >= gate if gate > 0 else None)
+                                   for ex, an, sr in zip(exs, analyses, sent_risks)])
+            found = self.predict_spans_frame(frame, sent_risks)
+        return Detections(exs, analyses, np.asarray(risks, dtype=np.float64), sent_risks, found)
+
     def predict_proba(self, examples) -> np.ndarray:
-        """Calibrated risk that each example's output is hallucinated."""
-        return self.predict_proba_frame(self._frame(examples))
+        """Calibrated risk that each example's output is hallucinated (the fast path of :meth:`detect`)."""
+        return self.detect(examples, spans=False).risk
 
     def predict(self, examples) -> np.ndarray:
         """1 where the calibrated risk reaches the tuned threshold."""

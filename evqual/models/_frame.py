@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..data._targets import char_spans, response_label, sentence_targets
+from ..data import char_spans, response_label, sentence_targets
 from ..features import EvidenceFeaturizer, as_examples
 
 __all__ = ["SentenceBlock", "FrameBuilder", "LiteFrame", "SENT", "TEXT", "OUTPUT", "TOK", "FRAME_INFO_COLUMNS"]
@@ -157,7 +157,7 @@ class FrameBuilder:
         """
         import pandas as pd
 
-        from ..features._token_features import token_block
+        from ..features import token_block
 
         examples = as_examples(examples)
         rf = self.response_featurizer_

@@ -409,7 +409,7 @@ def _span_meta(detector) -> dict | None:
     """What ``meta.json`` records of the span tagger (``None`` without one)."""
     if getattr(detector, "span_tagger_", None) is None:
         return None
-    from ..features._token_features import TOKEN_FEATURE_NAMES
+    from ..features import TOKEN_FEATURE_NAMES
 
     return {"token_features": list(TOKEN_FEATURE_NAMES), "threshold": detector.span_threshold_,
             "gate": getattr(detector, "span_gate_", 0.0),
@@ -609,7 +609,7 @@ def read_meta(path) -> dict:
 def _check_features(meta: dict, meta_path: Path) -> None:
     span = meta.get("span_tagger")
     if span:
-        from ..features._token_features import TOKEN_FEATURE_NAMES
+        from ..features import TOKEN_FEATURE_NAMES
 
         if list(span.get("token_features", ())) != list(TOKEN_FEATURE_NAMES):
             raise ModelLoadError(f"{meta_path}: the model's span tagger was trained on other token features "

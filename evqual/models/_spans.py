@@ -25,7 +25,7 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.utils.validation import check_is_fitted
 
-from ..data._targets import merge_intervals
+from ..data import merge_intervals
 from ._fasttrees import fast_proba
 from ._frame import SENT, TOK
 

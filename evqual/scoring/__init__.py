@@ -1,4 +1,7 @@
-"""Scoring answers in production: result objects, decision policy, topics, audit log.
+"""Scoring answers in production: the :class:`Scorer` pipeline, decision policy, topics, audit log.
+
+The result types (:class:`ScoreResult` and its parts) live in :mod:`evqual.results` and are
+re-exported here.
 
 >>> from evqual.scoring import DECISIONS
 >>> DECISIONS
@@ -7,12 +10,22 @@
 
 from ._audit import AuditLog, input_sha256, read_audit_log
 from ._policy import Decision, Policy, load_policy
-from ._result import DECISIONS, Citation, ModelInfo, Reason, ScoreResult, SentenceResult, SpanResult
+from ._scorer import Scorer, as_scoring_example
+from ._stream import StreamAborted, count_lines, error_record, parse_results, read_results, score_file
+from ..results import DECISIONS, Citation, ModelInfo, Reason, ScoreResult, SentenceResult, SpanResult
 from ._topics import BUILTIN_TOPICS, Topic, TopicTagger
 from ._frame import FRAME_COLUMNS, FRAME_SCHEMA, SPARK_SCHEMA, empty_result_frame, score_frame
 from ._parallel import resolve_jobs, score_file_parallel
 
 __all__ = [
+    "StreamAborted",
+    "count_lines",
+    "error_record",
+    "parse_results",
+    "read_results",
+    "score_file",
+    "Scorer",
+    "as_scoring_example",
     "DECISIONS",
     "Citation",
     "ModelInfo",

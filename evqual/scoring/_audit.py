@@ -38,7 +38,7 @@ import stat
 import threading
 from datetime import datetime, timezone
 
-from ._result import ScoreResult
+from ..results import ScoreResult
 
 try:
     import fcntl

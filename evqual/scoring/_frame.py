@@ -24,7 +24,7 @@ from pathlib import Path
 __all__ = ["score_frame", "FRAME_SCHEMA", "FRAME_COLUMNS", "SPARK_SCHEMA", "empty_result_frame"]
 
 #: Input columns :func:`score_frame` reads (every other column is ignored).
-INPUT_COLUMNS = ("id", "query", "context", "output", "task_type", "metadata")
+INPUT_COLUMNS = ("id", "query", "context", "output", "task_type", "metadata", "label")
 
 #: The output schema of :func:`score_frame`: ``(column, pandas dtype, meaning)``.
 FRAME_SCHEMA = (
@@ -52,53 +52,50 @@ _SPAN_KEYS = ("start", "end", "text", "risk")
 
 
 # ------------------------------------------------------------------ the one place that loads and scores
-class _PolicyScorer:
-    """A detector and a decision policy: ``score_batch(items, batch_size=, limits=)``.
-
-    Stands in for ``evqual.scoring.Scorer`` (same ``score_batch`` signature).
-    """
-
-    def __init__(self, detector, policy=None):
-        self.detector, self.policy = detector, policy
-
-    def score_batch(self, items, *, batch_size: int = 64, limits=None):
-        return self.detector.score_batch(items, policy=self.policy, batch_size=batch_size, limits=limits)
-
-
 _LOCK = threading.Lock()
 _DETECTORS: dict = {}  # (resolved model path, sha256) -> Detector, per process
+_POLICIES: dict = {}  # (resolved policy path, mtime) -> Policy, per process
 
 
 def _policy_of(policy):
-    """A Policy from ``None`` (kept), a Policy or the path of a policy TOML."""
+    """A Policy from ``None`` (kept), a Policy or the path of a policy TOML (read once per process)."""
     if policy is None or not isinstance(policy, (str, os.PathLike)):
         return policy
     from ._policy import load_policy
 
-    return load_policy(policy)
+    path = Path(policy)
+    try:
+        key = (str(path.resolve()), path.stat().st_mtime_ns)
+    except OSError:
+        return load_policy(path)  # its error names the file
+    with _LOCK:
+        if key not in _POLICIES:
+            _POLICIES[key] = load_policy(path)
+        return _POLICIES[key]
 
 
 def _scorer(model=None, policy=None, *, sha256: str | None = None):
-    """The scorer of ``model`` and ``policy``; a model given by path is loaded once per process.
+    """The :class:`Scorer` of ``model`` and ``policy``; a model given by path is loaded once per process.
 
     ``model`` is ``None`` (the shipped ``models/default``), a model folder,
-    a fitted :class:`~evqual.models.Detector`, or an object that already
-    has ``score_batch(items, *, batch_size, limits)`` (returned as it is when
-    ``policy`` is ``None``).  ``policy`` is ``None`` (the default policy), a
-    :class:`Policy` or the path of a policy TOML.
+    a :class:`Scorer`, a fitted :class:`~evqual.models.Detector`, or another
+    object with ``score_batch(items, *, batch_size, limits)`` (used as it
+    is).  ``policy`` is ``None`` (the scorer's policy), a :class:`Policy` or
+    the path of a policy TOML; it replaces the policy of a given Scorer.
     """
     from ..models import Detector
+    from ._scorer import Scorer
 
     policy = _policy_of(policy)
-    if isinstance(model, _PolicyScorer):
-        return model if policy is None else _PolicyScorer(model.detector, policy)
+    if isinstance(model, Scorer):
+        return model if policy is None else Scorer(model.detector, policy=policy)
     if isinstance(model, Detector):
-        return _PolicyScorer(model, policy)
+        return Scorer(model, policy=policy)
     if model is not None and not isinstance(model, (str, os.PathLike)):
         if hasattr(model, "score_batch") and policy is None:
             return model
-        raise TypeError(f"model must be None, a model folder, a Detector or a scorer; got {type(model).__name__}")
-    from ..models import default_model_path
+        raise TypeError(f"model must be None, a model folder, a Scorer or a Detector; got {type(model).__name__}")
+    from ..models import default_model_path, load_detector
 
     path = Path(model) if model is not None else Path(default_model_path())
     sha = sha256 if sha256 is not None else os.environ.get("EVQUAL_MODEL_SHA256") or None
@@ -106,8 +103,8 @@ def _scorer(model=None, policy=None, *, sha256: str | None = None):
     with _LOCK:  # a threaded worker (Dask, Spark) loads the model once
         det = _DETECTORS.get(key)
         if det is None:
-            det = _DETECTORS[key] = Detector.load(path, sha256=sha)
-    return _PolicyScorer(det, policy)
+            det = _DETECTORS[key] = load_detector(path, sha256=sha)
+    return Scorer(det, policy=policy)
 
 
 # ------------------------------------------------------------------ frames
@@ -133,7 +130,7 @@ def _plain(value):
 
 def _item(row: dict, fallback_id) -> dict:
     item = {}
-    for key in ("query", "context", "output", "task_type", "metadata"):
+    for key in ("query", "context", "output", "task_type", "metadata", "label"):
         if key in row:
             value = _plain(row[key])
             if value is not None:
@@ -181,19 +178,19 @@ def score_frame(df, model=None, policy=None, *, batch_size: int = 64, limits=Non
     ----------
     df : pandas.DataFrame
         One answer per row.  Columns read: ``context`` and ``output``
-        (required), ``query``, ``task_type``, ``metadata`` (a dict) and
-        ``id``; any other column is ignored (join the output back on the
-        index or on ``id``).  A missing value (None, NaN) counts as absent;
+        (required), ``query``, ``task_type``, ``metadata`` (a dict),
+        ``label`` (0/1, carried into the result) and ``id``; any other
+        column is ignored (join the output back on the index or on ``id``).  A missing value (None, NaN) counts as absent;
         arrays (as Spark and Arrow give list columns) are read as lists.
         Without an ``id`` column a row's id is its index label.
-    model : None, str, Path, Detector or scorer, optional
+    model : None, str, Path, Scorer or Detector, optional
         ``None``: the shipped ``models/default``; a folder: that saved model
         (``$EVQUAL_MODEL_SHA256`` pins its hash).  Either is loaded once per
-        process and reused by later calls.  A fitted
+        process and reused by later calls.  A :class:`Scorer` or a fitted
         :class:`~evqual.models.Detector` is used as it is.
     policy : None, Policy, str or Path, optional
-        The decision policy (default: the built-in one), or the path of a
-        policy TOML.
+        The decision policy (default: the scorer's, else the built-in one),
+        or the path of a policy TOML (read once per process).
     batch_size : int, default=64
         Answers featurized together; results do not depend on it.
     limits : evqual.data.Limits, optional

@@ -24,7 +24,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
 from ._audit import input_sha256
-from ._frame import _PolicyScorer, _scorer
+from ._frame import _scorer
 from ._stream import StreamAborted, _dumps_line, error_record, score_file
 
 __all__ = ["score_file_parallel", "resolve_jobs"]
@@ -131,14 +131,16 @@ def score_file_parallel(path, out, scorer, *, jobs=None, policy=None, audit=None
         A generic JSONL or a RAGTruth ``response.jsonl``.
     out : text stream
         Receives one JSON line per input line (see :func:`score_file`).
-    scorer : Detector or scorer
-        A fitted :class:`~evqual.models.Detector` (it is sent to every
-        worker process once, when the worker starts), or a model folder, or
-        ``None`` for the shipped model.
+    scorer : Scorer
+        The scoring pipeline (:class:`evqual.scoring.Scorer`; it is sent to
+        every worker process once, when the worker starts).  A fitted
+        Detector, a model folder or ``None`` (the shipped model) are taken
+        too.
     jobs : int, optional
         Worker processes; ``None`` or 0: every core.  With 1 the file is
         scored in this process by :func:`score_file`.
     policy : Policy, optional
+        Overrides the scorer's policy.
     audit : AuditLog, optional
         Written by this process, one record per line, in input order.
     progress : callable, optional
@@ -163,13 +165,12 @@ def score_file_parallel(path, out, scorer, *, jobs=None, policy=None, audit=None
     Examples
     --------
     >>> import io, json, os, tempfile
-    >>> from evqual.models import Detector
-    >>> from evqual.scoring import score_file_parallel
+    >>> from evqual.scoring import Scorer, score_file_parallel
     >>> answer = {"query": "When?", "context": ["The bridge opened in 1932."], "output": "It opened in 1932."}
     >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
     ...     _ = f.write("".join(json.dumps({"id": f"a{i}", **answer}) + "\\n" for i in range(3)) + "{bad\\n")
     >>> buf = io.StringIO()
-    >>> score_file_parallel(f.name, buf, Detector.load(), jobs=2, batch_size=2)
+    >>> score_file_parallel(f.name, buf, Scorer.load(), jobs=2, batch_size=2)
     (3, 1)
     >>> [json.loads(line).get("id") for line in buf.getvalue().splitlines()]
     ['a0', 'a1', 'a2', None]
@@ -182,9 +183,8 @@ def score_file_parallel(path, out, scorer, *, jobs=None, policy=None, audit=None
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1; got {batch_size}")
     scoring = _scorer(scorer, policy)
-    if jobs == 1 and isinstance(scoring, _PolicyScorer):
-        return score_file(path, out, scoring.detector, policy=scoring.policy, audit=audit, progress=progress,
-                          batch_size=batch_size, limits=limits)
+    if jobs == 1:
+        return score_file(path, out, scoring, audit=audit, progress=progress, batch_size=batch_size, limits=limits)
     policy = getattr(scoring, "policy", None)
     policy_dict = policy.to_dict() if policy is not None and audit is not None else None
     ctx = _context(start_method)

@@ -26,17 +26,28 @@ from numbers import Real
 
 from ._topics import BUILTIN_TOPICS, Topic, TopicTagger
 
-__all__ = ["Decision", "Policy", "load_policy"]
+__all__ = ["Decision", "Policy", "load_policy", "ESCALATE_REASONS", "FALLBACK_THRESHOLD"]
+
+ESCALATE_REASONS = ("NUMBER_CONFLICT", "UNIT_CONFLICT", "DATE_CONFLICT", "NEGATION_CONFLICT", "ANTONYM",
+                    "FIELD_CONFLICT")
+"""The default high-precision conflict reasons: a claim-aligned contradiction check of one of these kinds
+forces at least ``escalate`` (see :class:`Policy`)."""
+
+FALLBACK_THRESHOLD = 0.5
+"""The general threshold when the policy follows the model (``general_threshold=None``) but no model
+threshold is given (:meth:`Policy.decide` called without ``model_threshold``)."""
 
 _DEFAULTS = {
-    "general_threshold": 0.5,
+    "general_threshold": None,
     "sensitive_threshold": 0.3,
     "regenerate_at": 0.75,
-    "abstain_at": 0.9,
+    "abstain_at": 0.85,
     "escalate_band": (0.35, 0.65),
     "escalate_sensitive": True,
+    "escalate_reasons": ESCALATE_REASONS,
     "topics": None,
 }
+_SEVERITY = {"show": 0, "warn": 1, "escalate": 2, "regenerate": 3, "abstain": 4}
 
 
 @dataclass(frozen=True)
@@ -48,7 +59,7 @@ class Decision:
     decision : str
         One of :data:`evqual.scoring.DECISIONS`.
     flagged : bool
-        ``risk >= threshold``.
+        ``decision != "show"``.
     threshold : float
         The threshold applied (sensitive or general).
     verify : bool
@@ -56,6 +67,8 @@ class Decision:
         (``decision == "escalate"``).
     sensitive : bool
         Whether any topic was sensitive.
+    rule : str
+        The rule that decided (see :class:`Policy`).
     """
 
     decision: str
@@ -63,6 +76,7 @@ class Decision:
     threshold: float
     verify: bool
     sensitive: bool
+    rule: str = ""
 
 
 def _is_number(value) -> bool:
@@ -77,52 +91,75 @@ class Policy:
 
     Parameters
     ----------
-    general_threshold : float, default=0.5
-        An answer is flagged when ``risk >= general_threshold``.
+    general_threshold : float or None, default=None
+        The answer threshold: a risk at or above it is over the threshold.
+        None follows the model: the detector's validation-tuned threshold
+        (the one ``evqual predict`` applies), passed to :meth:`decide` as
+        ``model_threshold`` (:data:`FALLBACK_THRESHOLD`, 0.5, without one).
+        So ``evqual predict`` and ``evqual score`` flag at the same number
+        unless the answer is on a sensitive topic.
     sensitive_threshold : float, default=0.3
-        The threshold when any topic is sensitive; at most
-        ``general_threshold`` (stricter, not looser).
+        The threshold when any topic is sensitive; never looser than the
+        general threshold (the smaller of the two applies).
     regenerate_at : float, default=0.75
-        A flagged answer at or above this risk is regenerated.
-    abstain_at : float, default=0.9
-        A flagged answer at or above this risk is withheld (the system
-        abstains). At least ``regenerate_at``.
+        An answer over the threshold at or above this risk is regenerated.
+    abstain_at : float, default=0.85
+        An answer over the threshold at or above this risk is withheld (the
+        system abstains). At least ``regenerate_at``.  The shipped model's
+        calibrated risks top out near 0.88 (sigmoid calibration on
+        validation data); 0.85 keeps the band reachable: 424 of the 6,027
+        answers of the shared RAGTruth copy, 99% of them hallucinated
+        (in-sample: the shipped model was fitted on that copy).
     escalate_band : tuple of (float, float) or None, default=(0.35, 0.65)
         The uncertain band ``[low, high)``: an answer whose risk lies in it
-        is escalated to LLM verification, flagged or not. None disables it.
+        is escalated to LLM verification. None disables it.
     escalate_sensitive : bool, default=True
-        Escalate (rather than warn about) a flagged answer on a sensitive
-        topic that is below ``regenerate_at``.
+        Escalate (rather than warn about) an answer over the threshold on a
+        sensitive topic that is below ``regenerate_at``.
+    escalate_reasons : tuple of str, default=ESCALATE_REASONS
+        Reason codes of claim-aligned contradiction checks (reasons whose
+        ``details`` name a ``check``) that force at least ``escalate``: an
+        answer that would be shown or warned about is escalated instead.
+        ``()`` disables it.  Severity order: show < warn < escalate <
+        regenerate < abstain.
     topics : TopicTagger, default=None
         Knows which topics are sensitive (and tags them, see :meth:`tag`).
         None uses ``TopicTagger()`` with the built-in topics.
 
     Notes
     -----
-    With ``τ = threshold_for(topics)`` and ``flagged = risk >= τ``, the first
-    rule that applies gives the decision:
+    With ``τ = threshold_for(topics, model_threshold)``, the first rule that
+    applies gives the decision (``rule`` names it):
 
-    =====  ===============================================  ==============
-    order  condition                                        decision
-    =====  ===============================================  ==============
-    1      ``escalate_band`` set and ``low <= risk < high``  ``escalate``
-    2      not flagged (``risk < τ``)                       ``show``
-    3      ``risk >= abstain_at``                           ``abstain``
-    4      ``risk >= regenerate_at``                        ``regenerate``
-    5      sensitive topic and ``escalate_sensitive``       ``escalate``
-    6      otherwise                                        ``warn``
-    =====  ===============================================  ==============
+    =====  ===============================================  ==============  ===================
+    order  condition                                        decision        rule
+    =====  ===============================================  ==============  ===================
+    1      ``escalate_band`` set and ``low <= risk < high``  ``escalate``    ``escalate_band``
+    2      ``risk < τ``                                     ``show``        ``below_threshold``
+    3      ``risk >= abstain_at``                           ``abstain``     ``abstain_at``
+    4      ``risk >= regenerate_at``                        ``regenerate``  ``regenerate_at``
+    5      sensitive topic and ``escalate_sensitive``       ``escalate``    ``sensitive_topic``
+    6      otherwise                                        ``warn``        ``threshold``
+    =====  ===============================================  ==============  ===================
 
-    ``verify`` is True exactly when the decision is ``escalate``. Without
-    the band, decisions never get milder as risk grows (show < warn <
-    regenerate < abstain, with escalate taking the place of warn on
-    sensitive topics).
+    Then, when the decision is ``show`` or ``warn`` and a reason of
+    ``escalate_reasons`` was found by a claim-aligned check, the decision
+    is ``escalate`` (rule ``reason:<CODE>``).
+
+    ``flagged`` is ``decision != "show"`` and ``verify`` is
+    ``decision == "escalate"``.  Without the band, decisions never get
+    milder as risk grows (show < warn < regenerate < abstain, with escalate
+    taking the place of warn on sensitive topics).
 
     Examples
     --------
     >>> policy = Policy()
     >>> policy.decide(0.4)  # in the uncertain band
-    Decision(decision='escalate', flagged=False, threshold=0.5, verify=True, sensitive=False)
+    Decision(decision='escalate', flagged=True, threshold=0.5, verify=True, sensitive=False, rule='escalate_band')
+    >>> policy.decide(0.2, reasons=["NUMBER_CONFLICT"]).decision  # a high-precision conflict
+    'escalate'
+    >>> policy.decide(0.7, model_threshold=0.53).threshold
+    0.53
     >>> policy.decide(0.7).decision
     'warn'
     >>> policy.decide(0.7, topics=("healthcare",)).decision  # sensitive: verify
@@ -133,23 +170,32 @@ class Policy:
     'warn'
     """
 
-    def __init__(self, *, general_threshold=0.5, sensitive_threshold=0.3, regenerate_at=0.75,
-                 abstain_at=0.9, escalate_band=(0.35, 0.65), escalate_sensitive=True, topics=None):
+    def __init__(self, *, general_threshold=None, sensitive_threshold=0.3, regenerate_at=0.75,
+                 abstain_at=0.85, escalate_band=(0.35, 0.65), escalate_sensitive=True,
+                 escalate_reasons=ESCALATE_REASONS, topics=None):
         self.general_threshold = general_threshold
         self.sensitive_threshold = sensitive_threshold
         self.regenerate_at = regenerate_at
         self.abstain_at = abstain_at
         self.escalate_band = escalate_band
         self.escalate_sensitive = escalate_sensitive
+        self.escalate_reasons = escalate_reasons
         self.topics = topics
 
     def _check(self):
         """Raise ValueError if a parameter is invalid."""
         for name in ("general_threshold", "sensitive_threshold", "regenerate_at", "abstain_at"):
             value = getattr(self, name)
+            if name == "general_threshold" and value is None:
+                continue
             if not _is_number(value) or not 0 <= value <= 1:
-                raise ValueError(f"{name} must be in [0, 1]; got {value!r}")
-        if self.sensitive_threshold > self.general_threshold:
+                raise ValueError(f"{name} must be in [0, 1]{' or None' if name == 'general_threshold' else ''}; "
+                                 f"got {value!r}")
+        reasons = self.escalate_reasons
+        if (isinstance(reasons, (str, bytes)) or not hasattr(reasons, "__iter__")
+                or not all(isinstance(r, str) and r for r in reasons)):
+            raise ValueError(f"escalate_reasons must be a sequence of reason codes; got {reasons!r}")
+        if self.general_threshold is not None and self.sensitive_threshold > self.general_threshold:
             raise ValueError(
                 "sensitive_threshold must be <= general_threshold (sensitive topics get the stricter "
                 f"threshold); got {self.sensitive_threshold!r} > {self.general_threshold!r}")
@@ -192,27 +238,48 @@ class Policy:
         """
         return self.tagger.tag(query, context)
 
-    def threshold_for(self, topics=()) -> float:
+    def general_for(self, model_threshold=None) -> float:
+        """The general threshold: ``general_threshold``, or the model's when it is None.
+
+        Examples
+        --------
+        >>> Policy().general_for(0.53), Policy().general_for(), Policy(general_threshold=0.6).general_for(0.53)
+        (0.53, 0.5, 0.6)
+        """
+        if self.general_threshold is not None:
+            return float(self.general_threshold)
+        if model_threshold is None:
+            return FALLBACK_THRESHOLD
+        if not _is_number(model_threshold) or math.isnan(model_threshold) or not 0 <= model_threshold <= 1:
+            raise ValueError(f"model_threshold must be in [0, 1]; got {model_threshold!r}")
+        return float(model_threshold)
+
+    def threshold_for(self, topics=(), model_threshold=None) -> float:
         """The threshold for answers on ``topics``.
 
         Parameters
         ----------
         topics : iterable of str, default=()
+        model_threshold : float, optional
+            The detector's validation-tuned threshold (used when
+            ``general_threshold`` is None).
 
         Returns
         -------
         float
-            ``sensitive_threshold`` if any topic is sensitive, else
-            ``general_threshold``.
+            The smaller of ``sensitive_threshold`` and the general threshold
+            if any topic is sensitive, else the general threshold (see
+            :meth:`general_for`).
 
         Examples
         --------
-        >>> Policy().threshold_for(("migration",)), Policy().threshold_for(())
-        (0.3, 0.5)
+        >>> Policy().threshold_for(("migration",), 0.53), Policy().threshold_for((), 0.53)
+        (0.3, 0.53)
         """
-        return self.sensitive_threshold if self.tagger.is_sensitive(topics) else self.general_threshold
+        general = self.general_for(model_threshold)
+        return min(self.sensitive_threshold, general) if self.tagger.is_sensitive(topics) else general
 
-    def decide(self, risk, topics=()) -> Decision:
+    def decide(self, risk, topics=(), *, model_threshold=None, reasons=()) -> Decision:
         """Decide what to do with an answer.
 
         Parameters
@@ -221,6 +288,12 @@ class Policy:
             Calibrated hallucination risk in [0, 1].
         topics : iterable of str, default=()
             Topics of the query and context (see :meth:`tag`).
+        model_threshold : float, optional
+            The detector's validation-tuned threshold: the general threshold
+            when ``general_threshold`` is None.
+        reasons : iterable of str, default=()
+            Reason codes found by claim-aligned contradiction checks; one of
+            ``escalate_reasons`` forces at least ``escalate``.
 
         Returns
         -------
@@ -236,23 +309,26 @@ class Policy:
             raise ValueError(f"risk must be in [0, 1]; got {risk!r}")
         risk = float(risk)
         sensitive = self.tagger.is_sensitive(topics)
-        tau = self.sensitive_threshold if sensitive else self.general_threshold
-        flagged = risk >= tau
+        tau = self.threshold_for(topics, model_threshold)
         band = self.escalate_band
         if band is not None and band[0] <= risk < band[1]:
-            decision = "escalate"
-        elif not flagged:
-            decision = "show"
+            decision, rule = "escalate", "escalate_band"
+        elif risk < tau:
+            decision, rule = "show", "below_threshold"
         elif risk >= self.abstain_at:
-            decision = "abstain"
+            decision, rule = "abstain", "abstain_at"
         elif risk >= self.regenerate_at:
-            decision = "regenerate"
+            decision, rule = "regenerate", "regenerate_at"
         elif sensitive and self.escalate_sensitive:
-            decision = "escalate"
+            decision, rule = "escalate", "sensitive_topic"
         else:
-            decision = "warn"
-        return Decision(decision=decision, flagged=flagged, threshold=float(tau),
-                        verify=decision == "escalate", sensitive=sensitive)
+            decision, rule = "warn", "threshold"
+        if _SEVERITY[decision] < _SEVERITY["escalate"]:
+            forcing = [r for r in reasons if r in self.escalate_reasons]
+            if forcing:
+                decision, rule = "escalate", f"reason:{forcing[0]}"
+        return Decision(decision=decision, flagged=decision != "show", threshold=float(tau),
+                        verify=decision == "escalate", sensitive=sensitive, rule=rule)
 
     def to_dict(self, *, terms=False) -> dict:
         """A JSON-ready description of the policy, for audit records.
@@ -271,16 +347,17 @@ class Policy:
         --------
         >>> d = Policy().to_dict()
         >>> d["general_threshold"], d["escalate_band"], sorted(d["topics"]["topics"])
-        (0.5, [0.35, 0.65], ['healthcare', 'labour', 'migration'])
+        ('model', [0.35, 0.65], ['healthcare', 'labour', 'migration'])
         """
         band = self.escalate_band
         return {
-            "general_threshold": self.general_threshold,
+            "general_threshold": "model" if self.general_threshold is None else self.general_threshold,
             "sensitive_threshold": self.sensitive_threshold,
             "regenerate_at": self.regenerate_at,
             "abstain_at": self.abstain_at,
             "escalate_band": None if band is None else [band[0], band[1]],
             "escalate_sensitive": self.escalate_sensitive,
+            "escalate_reasons": list(self.escalate_reasons),
             "topics": self.tagger.to_dict(terms=terms),
         }
 
@@ -291,10 +368,10 @@ class Policy:
 _SCHEMA = {
     "thresholds": {"general": "general_threshold", "sensitive": "sensitive_threshold"},
     "bands": {"regenerate": "regenerate_at", "abstain": "abstain_at", "escalate": "escalate_band",
-              "escalate_sensitive": "escalate_sensitive"},
+              "escalate_sensitive": "escalate_sensitive", "escalate_reasons": "escalate_reasons"},
 }
 _TOPIC_SETTINGS = ("builtin", "min_query_hits", "min_context_hits")
-_TOPIC_KEYS = ("terms", "sensitive")
+_TOPIC_KEYS = ("terms", "sensitive", "weak", "exclude")
 
 
 def _unknown(path, key):
@@ -309,14 +386,15 @@ def load_policy(path) -> Policy:
     .. code-block:: toml
 
         [thresholds]
-        general = 0.5            # Policy.general_threshold
+        general = "model"        # Policy.general_threshold: "model" (None) or a number
         sensitive = 0.3          # Policy.sensitive_threshold
 
         [bands]
         regenerate = 0.75        # Policy.regenerate_at
-        abstain = 0.9            # Policy.abstain_at
+        abstain = 0.85           # Policy.abstain_at
         escalate = [0.35, 0.65]  # Policy.escalate_band; false disables it
         escalate_sensitive = true
+        escalate_reasons = ["NUMBER_CONFLICT", "NEGATION_CONFLICT"]  # [] disables it
 
         [topics]
         builtin = true           # false drops the built-in topics
@@ -326,6 +404,8 @@ def load_policy(path) -> Policy:
         [topics.housing]         # adds a topic; a built-in name replaces it
         terms = ["eviction", "tenan*", "rent increase"]
         sensitive = true         # default true
+        weak = ["rent", "lease"] # count only next to one of `terms` (default [])
+        exclude = ["car rental"] # each occurrence cancels one hit (default [])
 
     Parameters
     ----------
@@ -382,6 +462,21 @@ def load_policy(path) -> Policy:
                 raise _unknown(path, f"{section}.{key}")
             params[_SCHEMA[section][key]] = item
 
+    if params.get("general_threshold", None) == "model":
+        params["general_threshold"] = None
+    elif isinstance(params.get("general_threshold"), str):
+        raise ValueError(f"{path}: 'thresholds.general' must be a number in [0, 1] or \"model\"; "
+                         f"got {params['general_threshold']!r}")
+    reasons = params.get("escalate_reasons", ESCALATE_REASONS)
+    if not isinstance(reasons, (list, tuple)) or not all(isinstance(r, str) for r in reasons):
+        raise ValueError(f"{path}: 'bands.escalate_reasons' must be a list of reason codes; got {reasons!r}")
+    from ..explain import REASONS
+
+    unknown_codes = [r for r in reasons if r not in REASONS]
+    if unknown_codes:
+        raise ValueError(f"{path}: 'bands.escalate_reasons': unknown reason code {unknown_codes[0]!r}; "
+                         f"expected some of {sorted(REASONS)}")
+    params["escalate_reasons"] = tuple(reasons)
     band = params.get("escalate_band", _DEFAULTS["escalate_band"])
     if band is False:
         params["escalate_band"] = None
@@ -438,7 +533,8 @@ def _load_topics(path, table):
         if "terms" not in spec:
             raise ValueError(f"{path}: 'topics.{name}' needs 'terms', a list of words or phrases")
         try:
-            topics[name] = Topic(name, spec["terms"], sensitive=spec.get("sensitive", True))
+            topics[name] = Topic(name, spec["terms"], sensitive=spec.get("sensitive", True),
+                                 weak=spec.get("weak", ()), exclude=spec.get("exclude", ()))
         except ValueError as e:
             raise ValueError(f"{path}: 'topics.{name}': {e}") from e
     kwargs = {k: table[k] for k in ("min_query_hits", "min_context_hits") if k in table}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from ._audit import input_sha256
-from ._result import ScoreResult
+from ..results import ScoreResult
 
 __all__ = ["score_file", "count_lines", "error_record", "parse_results", "read_results", "StreamAborted"]
 
@@ -62,7 +62,7 @@ def _dumps_line(record: dict) -> str:
     return text + "\n"
 
 
-def score_file(path, out, detector, *, policy=None, audit=None, progress=None, batch_size: int = 16,
+def score_file(path, out, scorer, *, policy=None, audit=None, progress=None, batch_size: int = 16,
                limits=None):
     """Score every line of ``path`` and write one JSON line per input line to ``out`` (a text stream).
 
@@ -81,8 +81,10 @@ def score_file(path, out, detector, *, policy=None, audit=None, progress=None, b
         Receives ``{"line": n, **ScoreResult.to_dict()}`` or an error record
         ``{"line": n, "id", "error", "issues"}`` per input line, flushed after
         every batch.
-    detector : Detector
+    scorer : Scorer
+        The scoring pipeline (see :class:`evqual.scoring.Scorer`).
     policy : Policy, optional
+        Overrides the scorer's policy.
     audit : AuditLog, optional
         Gets one record per scored answer (written before its output line)
         and one per failed line.
@@ -112,6 +114,7 @@ def score_file(path, out, detector, *, policy=None, audit=None, progress=None, b
     n_ok = n_bad = done = 0
     n_flushed = 0
     pending: list = []  # (line, example)
+    policy = policy if policy is not None else getattr(scorer, "policy", None)
     policy_dict = policy.to_dict() if policy is not None and audit is not None else None
 
     def write(line_no, record):
@@ -136,7 +139,7 @@ def score_file(path, out, detector, *, policy=None, audit=None, progress=None, b
 
     def score_one(line, ex):
         try:
-            return detector.score_batch([ex], policy=policy)[0]
+            return scorer.score_batch([ex], policy=policy)[0]
         except Exception as exc:  # noqa: BLE001 - one answer must never end the run
             return DataIssue("E110", str(path), line, None, f"scoring failed: {type(exc).__name__}: {exc}"[:500])
 
@@ -145,7 +148,7 @@ def score_file(path, out, detector, *, policy=None, audit=None, progress=None, b
         if not pending:
             return
         try:
-            results = detector.score_batch([ex for _, ex in pending], policy=policy, batch_size=len(pending))
+            results = scorer.score_batch([ex for _, ex in pending], policy=policy, batch_size=len(pending))
         except Exception:  # noqa: BLE001 - isolate the answer that fails, keep the others
             results = [score_one(line, ex) for line, ex in pending]
         for (line, ex), res in zip(pending, results):

@@ -13,7 +13,7 @@ from ._entities import (
 from ._lexicon import ANTONYM_PAIRS, MONTHS, NUMBER_WORDS, QUANTIFIER_SWAPS, US_STATES, WEEKDAYS, antonyms_of
 from ._numbers import NumberMention, context_number_values, extract_numbers, normalize_number
 from ._sentences import split_sentences
-from ._tokens import STOP_WORDS, content_tokens, token_spans, tokenize
+from ._tokens import STOP_WORDS, TOKEN_PATTERN, content_tokens, token_spans, tokenize
 
 __all__ = [
     "US_STATES",
@@ -29,6 +29,7 @@ __all__ = [
     "ENTITY_BACKENDS",
     "SPACY_MODEL",
     "STOP_WORDS",
+    "TOKEN_PATTERN",
     "Entity",
     "NumberMention",
     "RegexEntityExtractor",

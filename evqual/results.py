@@ -1,6 +1,6 @@
 """The result of scoring one answer, and its lossless JSON form.
 
-A :class:`ScoreResult` is what :meth:`evqual.models.Detector.score` returns:
+A :class:`ScoreResult` is what :meth:`evqual.scoring.Scorer.score` returns:
 the calibrated response ``risk``, the decision the policy took, one
 :class:`SentenceResult` per output sentence (offsets, risk, the nearest
 evidence chunk as a :class:`Citation`, :class:`Reason` codes and a readable
@@ -13,7 +13,7 @@ exactly (``ScoreResult.from_json(r.to_json()) == r``).
 
 Examples
 --------
->>> from evqual.scoring import ScoreResult
+>>> from evqual.results import ScoreResult
 >>> r = ScoreResult(id="a1", risk=0.25, flagged=False, decision="show", threshold=0.5, output="Hi.")
 >>> ScoreResult.from_json(r.to_json()) == r
 True
@@ -65,7 +65,15 @@ class Reason:
 
 @dataclass(frozen=True)
 class SentenceResult:
-    """One output sentence: offsets in the output, risk, evidence and reasons."""
+    """One output sentence: offsets in the output, risk, evidence and reasons.
+
+    ``flagged`` sentences exist exactly in flagged answers (see
+    :attr:`ScoreResult.flagged`).  ``note`` marks a sentence of an answer
+    the policy *shows* that would have been flagged on its own signals (its
+    risk reached the sentence threshold, it holds a predicted span or a
+    claim-aligned contradiction): it is reported, not flagged.  ``reasons``
+    are given for every sentence, flagged or not.
+    """
 
     index: int
     start: int
@@ -76,6 +84,7 @@ class SentenceResult:
     evidence: Citation | None = None
     reasons: tuple = ()
     explanation: str = ""
+    note: bool = False
 
     @classmethod
     def from_dict(cls, d: dict) -> "SentenceResult":
@@ -121,11 +130,22 @@ class ScoreResult:
     risk : float
         Calibrated probability that the answer holds a hallucination.
     flagged : bool
-        ``risk >= threshold``.
+        ``decision != "show"``: the answer needs more than showing.  An
+        answer is flagged exactly when at least one of its sentences is.
     decision : str
         One of :data:`DECISIONS` (see :class:`evqual.scoring.Policy`).
     threshold : float
-        The threshold applied (topic-aware).
+        The answer threshold applied (topic-aware): a risk at or above it
+        is flagged.  By default the model's validation-tuned threshold, or
+        the stricter sensitive threshold.
+    rule : str
+        Which rule of the policy decided (see :class:`evqual.scoring.Policy`):
+        ``"below_threshold"``, ``"escalate_band"``, ``"abstain_at"``,
+        ``"regenerate_at"``, ``"sensitive_topic"``, ``"threshold"`` or
+        ``"reason:<CODE>"`` (a high-precision conflict forced escalation).
+    sentence_threshold : float or None
+        The model's validation-tuned sentence threshold (a sentence whose
+        risk reaches it is flagged in a flagged answer, a note otherwise).
     verify : bool
         True when the decision sends the answer on to LLM verification
         (``decision == "escalate"``).
@@ -141,6 +161,16 @@ class ScoreResult:
         results alone).
     task_type : str or None
     model : ModelInfo
+    context : str
+        The context as evqual joined it (citation offsets index into it);
+        ``""`` when left out (``evqual score --no-context``).
+    label : int or None
+        The gold or user label of the input (1 = hallucinated), when it had one.
+    extra : dict
+        Input fields evqual does not read, passed through unchanged.
+    warnings : tuple of dict
+        ``{"code", "message", "details"}``: conditions that make the score
+        less reliable (``W001``: the text looks non-English).
     """
 
     id: str
@@ -157,11 +187,22 @@ class ScoreResult:
     sentences: tuple = ()
     spans: tuple = ()
     model: ModelInfo = field(default_factory=ModelInfo)
+    rule: str = ""
+    sentence_threshold: float | None = None
+    context: str = ""
+    label: int | None = None
+    extra: dict = field(default_factory=dict)
+    warnings: tuple = ()
 
     @property
     def reason_codes(self) -> list[str]:
         """Distinct reason codes of the flagged sentences, in order of appearance."""
         return list(dict.fromkeys(r.code for s in self.sentences if s.flagged for r in s.reasons))
+
+    @property
+    def note_codes(self) -> list[str]:
+        """Distinct reason codes of the sentences that are not flagged, in order of appearance."""
+        return list(dict.fromkeys(r.code for s in self.sentences if not s.flagged for r in s.reasons))
 
     @property
     def citations(self) -> list[Citation]:
@@ -183,6 +224,8 @@ class ScoreResult:
         d["sentences"] = tuple(SentenceResult.from_dict(s) for s in d.get("sentences", ()))
         d["spans"] = tuple(SpanResult.from_dict(s) for s in d.get("spans", ()))
         d["model"] = ModelInfo(**d.get("model", {}))
+        d["warnings"] = tuple(d.get("warnings", ()))
+        d["extra"] = dict(d.get("extra") or {})
         return cls(**d)
 
     def to_json(self, **kw) -> str:
