@@ -8,7 +8,7 @@ import resource
 import time
 
 __all__ = ["bench_featurize", "bench_score", "bench_stages", "bench_fit", "bench_sizes", "synthetic_sentences",
-           "tokenize_floor", "peak_rss_mb", "pin_one_core"]
+           "tokenize_floor", "peak_rss_mb", "pin_one_core", "bench_batch"]
 
 
 def pin_one_core() -> None:
@@ -449,3 +449,202 @@ def bench_sizes(cases=SIZE_CASES, *, timeout: float = 900.0, max_rss_gb: float =
             progress(row)
     return {"cases": out, "timeout_s": timeout, "max_rss_gb": max_rss_gb, "python": platform.python_version(),
             "platform": platform.platform()}
+
+
+# ---------------------------------------------------------------------------- batch scoring on several cores
+BATCH_ENGINES = ("jobs", "dask", "spark")
+
+
+def _batch_frame(path, limit=None):
+    """The answers of a JSONL as a pandas frame of score() arguments (list contexts as their chunks)."""
+    import pandas as pd
+
+    from .data import iter_records
+
+    rows = []
+    for _, ex, _ in iter_records(path):
+        if ex is None:
+            continue
+        context = [ex.context[c.start:c.end] for c in ex.chunks] if len(ex.chunks) > 1 else ex.context
+        rows.append({"id": ex.id, "query": ex.query, "context": context, "output": ex.output,
+                     "task_type": ex.task_type})
+        if limit is not None and len(rows) >= limit:
+            break
+    return pd.DataFrame(rows)
+
+
+def _first_lines(path, n: int, folder) -> str:
+    """A copy of the first ``n`` lines of ``path`` in ``folder`` (its source_info.jsonl beside it, when any)."""
+    import shutil
+    from pathlib import Path
+
+    path, folder = Path(path), Path(folder)
+    with open(path, encoding="utf-8") as fh, open(folder / path.name, "w", encoding="utf-8") as out:
+        for k, line in enumerate(fh):
+            if k >= n:
+                break
+            out.write(line)
+    src = path.with_name("source_info.jsonl")
+    if src.is_file() and path.name != src.name:
+        shutil.copyfile(src, folder / src.name)
+    return str(folder / path.name)
+
+
+def _timed_cli(args) -> tuple[float, int]:
+    """Wall seconds and exit status of ``python -m evqual ARGS``."""
+    import subprocess
+    import sys
+
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "evqual", *args], check=False, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start, done.returncode
+
+
+def _bench_jobs(path, workers: int, small: str) -> dict:
+    """``evqual score --jobs N`` as a user runs it (a fresh process); start-up: the same on one answer."""
+    startup, _ = _timed_cli(["score", small, "--jobs", str(workers), "--out", os.devnull, "--no-progress"])
+    wall, status = _timed_cli(["score", str(path), "--jobs", str(workers), "--out", os.devnull, "--no-progress"])
+    return {"startup_s": round(startup, 2), "wall_s": round(wall, 2), "exit_status": status}
+
+
+def _bench_dask(frame, workers: int) -> dict:
+    """A LocalCluster of ``workers`` single-threaded processes; start-up includes the model load on each."""
+    import warnings
+
+    import dask
+    import dask.dataframe as dd
+    import distributed
+
+    from .engines import score_dask
+
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                           host="127.0.0.1", dashboard_address=None)
+        client = distributed.Client(cluster)
+    try:
+        client.run(_load_default_model)  # once per worker process, as score_frame does on its first call
+        startup = time.perf_counter() - start
+        with dask.config.set({"dataframe.convert-string": False}):
+            ddf = dd.from_pandas(frame, npartitions=8 * workers)
+        ddf = client.persist(ddf)
+        distributed.wait(ddf)
+        start = time.perf_counter()
+        out = score_dask(ddf).compute()
+        wall = time.perf_counter() - start
+    finally:
+        client.close()
+        cluster.close()
+    return {"startup_s": round(startup, 2), "wall_s": round(wall, 2), "errors": int(out["error"].notna().sum())}
+
+
+def _load_default_model():
+    """Load the shipped model in this process as :func:`~evqual.scoring.score_frame` does (once per process)."""
+    import pandas as pd
+
+    from .scoring import score_frame
+
+    score_frame(pd.DataFrame({"context": ["It opened in 1932."], "output": ["It opened in 1932."]}))
+    return os.getpid()
+
+
+def _warm_batches(batches):
+    import pandas as pd
+
+    _load_default_model()
+    for pdf in batches:
+        yield pd.DataFrame({"n": [len(pdf)]})
+
+
+def _bench_spark(frame, workers: int) -> dict:
+    """Spark ``local[workers]``; start-up: the session plus one task per worker that loads the model."""
+    import sys
+    import warnings
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    from .engines import score_spark
+
+    warnings.simplefilter("ignore")
+    start = time.perf_counter()
+    spark = (SparkSession.builder.master(f"local[{workers}]").appName("evqual-bench")
+             .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+             .config("spark.ui.enabled", "false").config("spark.sql.execution.arrow.pyspark.enabled", "true")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        spark.range(workers, numPartitions=workers).mapInPandas(_warm_batches, "n long").collect()
+        startup = time.perf_counter() - start
+        sdf = spark.createDataFrame(frame).repartition(8 * workers).cache()
+        sdf.count()
+        start = time.perf_counter()
+        sdf_out = score_spark(sdf)
+        n_err = sdf_out.filter("error is not null").count()  # scores every row (the count needs each row's error)
+        wall = time.perf_counter() - start
+    finally:
+        spark.stop()
+    return {"startup_s": round(startup, 2), "wall_s": round(wall, 2), "errors": int(n_err)}
+
+
+def bench_batch(data=None, *, workers=(1, 2), engines=BATCH_ENGINES, limit: int | None = None) -> dict:
+    """Answers per second of batch scoring with 1 and 2 workers: ``evqual score --jobs``, Dask and Spark.
+
+    ``--jobs`` runs ``evqual score`` in a fresh process, as a user does:
+    its start-up is the wall time of the same command on a one-answer file
+    (Python, imports, model load, worker pool), and its answers/s is
+    ``answers / (wall - start-up)``.  Dask (a ``LocalCluster`` of
+    single-threaded worker processes) and Spark (``local[N]``) are timed
+    from a started cluster/session whose workers have loaded the model
+    (that is their start-up), scoring a frame already in the cluster.
+
+    Returns
+    -------
+    dict
+        ``{"answers", "cpu_count", "results": {engine: {workers: {...}}}, "loadavg_before", ...}``.
+    """
+    import tempfile
+    from pathlib import Path
+
+    from .data import sample_path
+
+    path = Path(data) if data is not None else sample_path() / "response.jsonl"
+    if path.is_dir():
+        path = path / "response.jsonl"
+    result = {"data": str(path), "cpu_count": os.cpu_count(), "loadavg_before": [round(x, 2) for x in os.getloadavg()],
+              "results": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        src = path
+        if limit is not None:
+            (Path(tmp) / "limit").mkdir()
+            src = Path(_first_lines(path, limit, Path(tmp) / "limit"))
+        (Path(tmp) / "one").mkdir()
+        small = _first_lines(path, 1, Path(tmp) / "one")
+        frame = _batch_frame(src)
+        n = len(frame)
+        result["answers"] = n
+        for engine in engines:
+            rows = {}
+            for w in workers:
+                load = os.getloadavg()[0]
+                if engine == "jobs":
+                    row = _bench_jobs(src, w, small)
+                    steady = max(row["wall_s"] - row["startup_s"], 1e-9)
+                elif engine == "dask":
+                    row = _bench_dask(frame, w)
+                    steady = row["wall_s"]
+                else:
+                    row = _bench_spark(frame, w)
+                    steady = row["wall_s"]
+                row["answers_per_s"] = round(n / steady, 1)
+                row["loadavg_1min_at_start"] = round(load, 2)
+                rows[str(w)] = row
+            if len(workers) > 1:
+                first, last = rows[str(workers[0])], rows[str(workers[-1])]
+                rows["speedup"] = round(last["answers_per_s"] / first["answers_per_s"], 2)
+            result["results"][engine] = rows
+    result["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
+    return result

@@ -6,9 +6,11 @@
     python scripts/bench.py stages --data ../shared/data/ragtruth --json bench_stages.json
     python scripts/bench.py fit --data ../shared/data/ragtruth --json bench_fit.json
     python scripts/bench.py sizes --json docs/bench/sizes.json   # very long answers and contexts
+    python scripts/bench.py batch --data ../shared/data/ragtruth --json docs/bench/batch.json  # 1 and 2 workers
 
-The benchmark pins itself to one CPU core and one BLAS thread; the logic lives
-in :mod:`evqual.bench`, this script only parses arguments.
+The benchmark pins itself to one CPU core and one BLAS thread (but ``batch``,
+which measures 1 and 2 worker processes); the logic lives in :mod:`evqual.bench`,
+this script only parses arguments.
 """
 
 from __future__ import annotations
@@ -51,12 +53,22 @@ def main(argv=None) -> int:
     sz.add_argument("--cases", default=None, help="comma-separated subset of the cases (default: all)")
     sz.add_argument("--timeout", type=float, default=900.0, help="seconds after which a case is stopped")
     sz.add_argument("--max-rss-gb", type=float, default=16.0, help="resident memory at which a case is stopped")
+    bt = sub.add_parser("batch", help="answers/s and start-up of batch scoring with 1 and 2 workers: "
+                                      "`evqual score --jobs`, Dask and Spark (the dask/spark extras)")
+    bt.add_argument("--data", default=None, help="dataset path (default: the embedded sample)")
+    bt.add_argument("--json", required=True, help="where to write the result JSON")
+    bt.add_argument("--engines", default="jobs,dask,spark", help="comma-separated subset of jobs,dask,spark")
+    bt.add_argument("--workers", default="1,2", help="comma-separated worker counts (default 1,2)")
+    bt.add_argument("--limit", type=int, default=None, help="score only the first N answers")
     args = ap.parse_args(argv)
 
-    from evqual.bench import (SIZE_CASES, bench_featurize, bench_fit, bench_score, bench_sizes, bench_stages,
-                              pin_one_core)
+    from evqual.bench import (SIZE_CASES, bench_batch, bench_featurize, bench_fit, bench_score, bench_sizes,
+                              bench_stages, pin_one_core)
 
-    if args.command == "sizes":
+    if args.command == "batch":
+        result = bench_batch(args.data, engines=tuple(args.engines.split(",")),
+                             workers=tuple(int(w) for w in args.workers.split(",")), limit=args.limit)
+    elif args.command == "sizes":
         cases = tuple(args.cases.split(",")) if args.cases else SIZE_CASES
         result = bench_sizes(cases, timeout=args.timeout, max_rss_gb=args.max_rss_gb,
                              progress=lambda row: print(json.dumps(row), file=sys.stderr, flush=True))
