@@ -591,8 +591,11 @@ def cmd_score(args) -> int:
                     n_ok, n_bad = score_file(src, out, scorer, audit=audit, progress=progress,
                                              batch_size=args.batch_size, limits=limits)
                 else:
+                    # fork: this process has only loaded the model (no threads, no OpenMP yet), so the
+                    # workers start at once with the scorer in memory
                     n_ok, n_bad = score_file_parallel(src, out, scorer, audit=audit, progress=progress,
-                                                      batch_size=args.batch_size, limits=limits, jobs=args.jobs)
+                                                      batch_size=args.batch_size, limits=limits, jobs=args.jobs,
+                                                      start_method="fork" if sys.platform == "linux" else None)
     except StreamAborted as exc:
         target = (args.out or "standard output") if exc.target == "output" else args.audit_log
         print(f"evqual score: error: stopped: cannot write the {exc.target} {target} at input line {exc.line}: "

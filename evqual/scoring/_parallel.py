@@ -62,8 +62,19 @@ _WORKER: dict = {}
 
 
 def _init_worker(scorer, path: str) -> None:
-    """Worker initializer: keep the scorer (received once per process)."""
+    """Worker initializer: keep the scorer (received once per process); one BLAS/OpenMP thread.
+
+    ``jobs`` processes share the cores: a thread pool per worker would only
+    oversubscribe them (and an OpenMP pool inherited through ``fork`` cannot
+    be used).
+    """
     warnings.simplefilter("ignore")
+    try:
+        from threadpoolctl import threadpool_limits
+
+        _WORKER["limits"] = threadpool_limits(1)
+    except Exception:  # noqa: BLE001 - threadpoolctl comes with scikit-learn; without it, keep the defaults
+        pass
     _WORKER["scorer"], _WORKER["path"] = scorer, path
 
 
@@ -149,7 +160,11 @@ def score_file_parallel(path, out, scorer, *, jobs=None, policy=None, audit=None
         Answers per block sent to a worker.  Results do not depend on it.
     limits : evqual.data.Limits, optional
     start_method : str, optional
-        ``"forkserver"`` (default where available), ``"spawn"`` or ``"fork"``.
+        ``"forkserver"`` (default where available), ``"spawn"`` or ``"fork"``
+        (fastest start, but safe only in a process without threads that has
+        not scored yet: ``evqual score`` uses it on Linux).  With
+        ``forkserver`` and ``spawn`` the calling script needs the usual
+        ``if __name__ == "__main__":`` guard.
 
     Returns
     -------
