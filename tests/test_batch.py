@@ -162,15 +162,21 @@ class CrashingScorer:
         return self.scorer.score_batch(items, policy=policy, batch_size=batch_size, limits=limits)
 
 
-def test_a_dying_worker_costs_only_its_block(scorer, tmp_path):
-    lines = [good(i) for i in range(1, 6)] + [good(6, output="CRASH here.")] + [good(i) for i in range(7, 12)]
+@pytest.mark.parametrize("n_lines, crash_line, batch_size", [(11, 6, 2), (40, 2, 1)])
+def test_a_dying_worker_costs_only_its_block(scorer, tmp_path, n_lines, crash_line, batch_size):
+    """The block whose worker dies gets error records; every other line is scored as in the serial path.
+
+    With 40 one-answer blocks, blocks are still being sent when the pool breaks (the second case).
+    """
+    lines = [good(i, output="CRASH here.") if i == crash_line else good(i) for i in range(1, n_lines + 1)]
     path = tmp_path / "crash.jsonl"
     path.write_text("".join(line + "\n" for line in lines))
     serial, _ = run(score_file, path, scorer)
-    parallel, (n_ok, n_bad) = run(score_file_parallel, path, CrashingScorer(scorer), jobs=2, batch_size=2)
+    parallel, (n_ok, n_bad) = run(score_file_parallel, path, CrashingScorer(scorer), jobs=2, batch_size=batch_size)
     out_s, out_p = serial.splitlines(), parallel.splitlines()
-    assert len(out_p) == len(lines) and (n_ok, n_bad) == (9, 2)
-    crashed = {5, 6}  # lines 5 and 6 form the third block of two
+    first = (crash_line - 1) // batch_size * batch_size + 1
+    crashed = set(range(first, first + batch_size))
+    assert len(out_p) == n_lines and (n_ok, n_bad) == (n_lines - batch_size, batch_size)
     for n, (s, p) in enumerate(zip(out_s, out_p), start=1):
         if n in crashed:
             rec = json.loads(p)

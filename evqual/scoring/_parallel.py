@@ -113,6 +113,16 @@ def _score_block(block):
 
 
 # ------------------------------------------------------------------ parent side
+def _discard(pool) -> None:
+    """Shut a broken pool down: stop its surviving workers first (Python 3.11 would wait for them forever)."""
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        try:
+            proc.terminate()
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
 class _Block:
     __slots__ = ("items", "future", "results")
 
@@ -254,7 +264,7 @@ def score_file_parallel(path, out, scorer, *, jobs=None, policy=None, audit=None
     def recover():
         """The pool broke: score every unfinished block again, alone, in a fresh pool."""
         nonlocal pool
-        pool.shutdown(wait=True, cancel_futures=True)
+        _discard(pool)
         pool = new_pool()
         for blk in slots:
             if not isinstance(blk, _Block) or blk.results is not None:
@@ -268,7 +278,7 @@ def score_file_parallel(path, out, scorer, *, jobs=None, policy=None, audit=None
                 blk.results = fut.result()
             except BrokenProcessPool as exc:  # this block kills its worker: its lines fail, the others go on
                 blk.results = died(blk.items, exc)
-                pool.shutdown(wait=True, cancel_futures=True)
+                _discard(pool)
                 pool = new_pool()
             except Exception as exc:  # noqa: BLE001
                 blk.results = died(blk.items, exc)
@@ -314,7 +324,12 @@ def score_file_parallel(path, out, scorer, *, jobs=None, policy=None, audit=None
         if pending:
             items = list(pending)
             pending.clear()
-            slots.append(_Block(items, pool.submit(_score_block, items)))
+            try:
+                future = pool.submit(_score_block, items)
+            except BrokenProcessPool:  # a worker died since the last check: recover the blocks in flight first
+                recover()
+                future = pool.submit(_score_block, items)
+            slots.append(_Block(items, future))
             n_in_flight += 1
             drain(wait=True)
 
