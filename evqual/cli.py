@@ -205,7 +205,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "evidence, spans, model) or an error record with the line number and the reason. Exit "
                      "status 1 if any line failed, 0 otherwise, 2 on usage errors."))
     sc.add_argument("input", metavar="IN.jsonl", nargs="?",
-                    help="answers to score (default: the RAGTruth sample embedded in the package)")
+                    help="answers to score; - reads generic JSONL from standard input (default: the RAGTruth "
+                         "sample embedded in the package)")
     _add_model_options(sc, "model folder (default: the shipped models/default)")
     sc.add_argument("--out", metavar="OUT.jsonl", help="output file (default: standard output)")
     sc.add_argument("--policy", metavar="FILE", help="decision policy TOML (default: the built-in policy; see "
@@ -213,6 +214,8 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--audit-log", metavar="FILE", help="append one audit record per answer to this JSONL")
     sc.add_argument("--batch-size", type=int, default=16, metavar="N", help="answers featurized together (16)")
     sc.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    sc.add_argument("--no-context", action="store_true",
+                    help="leave each answer's context out of its result (smaller output; reports cannot show it)")
     _add_limit_options(sc)
     sc.set_defaults(func=cmd_score)
 
@@ -542,22 +545,28 @@ def cmd_score(args) -> int:
     from .scoring import AuditLog
     from .scoring import StreamAborted, count_lines, score_file
 
-    src = Path(args.input) if args.input else sample_path() / "response.jsonl"
-    if src.is_dir():
-        src = src / "response.jsonl"
-    if not src.is_file():
-        print(f"evqual score: error: {src}: file not found", file=sys.stderr)
-        return EXIT_USAGE
+    stdin = args.input == "-"
+    src = Path(args.input) if args.input and not stdin else sample_path() / "response.jsonl"
+    if not stdin:
+        if src.is_dir():
+            src = src / "response.jsonl"
+        if not src.is_file():
+            print(f"evqual score: error: {src}: file not found", file=sys.stderr)
+            return EXIT_USAGE
     if args.batch_size < 1:
         print(f"evqual score: error: --batch-size must be >= 1; got {args.batch_size}", file=sys.stderr)
         return EXIT_USAGE
     limits = _limits(args, "score")
-    if limits is None or not _open_input(src, "score"):
+    if limits is None or (not stdin and not _open_input(src, "score")):
         return EXIT_USAGE
     scorer, status = _scorer(args, "score")
     if scorer is None:
         return status
-    progress = Progress(count_lines(src), "evqual score", enabled=False if args.no_progress else None)
+    if stdin:
+        src = sys.stdin.buffer
+        progress = None
+    else:
+        progress = Progress(count_lines(src), "evqual score", enabled=False if args.no_progress else None)
     n_ok = n_bad = 0
     try:
         with contextlib.ExitStack() as stack:
@@ -583,7 +592,8 @@ def cmd_score(args) -> int:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 n_ok, n_bad = score_file(src, out, scorer, audit=audit, progress=progress,
-                                         batch_size=args.batch_size, limits=limits)
+                                         batch_size=args.batch_size, limits=limits,
+                                         include_context=not args.no_context)
     except StreamAborted as exc:
         target = (args.out or "standard output") if exc.target == "output" else args.audit_log
         print(f"evqual score: error: stopped: cannot write the {exc.target} {target} at input line {exc.line}: "
