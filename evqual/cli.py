@@ -491,7 +491,7 @@ def cmd_predict(args) -> int:
     kept = [ex for ex, _ in rows]
     df = pd.DataFrame({"id": [ex.id for ex in kept], "task_type": [ex.task_type for ex in kept],
                        "risk": risk, "threshold": det.threshold_,
-                       "flagged": [bool(r >= det.threshold_) for r in risk],
+                       "predicted": [bool(r >= det.threshold_) for r in risk],
                        "label": pd.array([ex.label for ex in kept], dtype="Int64")})
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -502,8 +502,9 @@ def cmd_predict(args) -> int:
     except OSError as exc:
         print(f"evqual predict: error: cannot write {out}: {_why(exc)}", file=sys.stderr)
         return EXIT_IO
-    print(f"evqual: {int(df['flagged'].sum())} of {len(df)} responses flagged by {det.method} "
-          f"(threshold {det.threshold_:.3f}); wrote {out}", file=sys.stderr)
+    print(f"evqual: {int(df['predicted'].sum())} of {len(df)} responses predicted hallucinated by {det.method} "
+          f"(risk >= the model threshold {det.threshold_:.3f}, the general threshold of `evqual score`'s "
+          f"default policy); wrote {out}", file=sys.stderr)
     return EXIT_DATA if result.issues or failed else EXIT_OK
 
 

@@ -115,10 +115,28 @@ def test_predict_with_the_shipped_default_model(tmp_path, capsys):
     out = tmp_path / "p.csv"
     assert main(["predict", "--out", str(out)]) == 0
     df = pd.read_csv(out)
-    assert len(df) == 72 and list(df.columns) == ["id", "task_type", "risk", "threshold", "flagged", "label"]
+    assert len(df) == 72 and list(df.columns) == ["id", "task_type", "risk", "threshold", "predicted", "label"]
     assert df["risk"].between(0, 1).all()
-    assert (df["flagged"] == (df["risk"] >= df["threshold"])).all()
-    assert "flagged by evqual" in capsys.readouterr().err
+    assert (df["predicted"] == (df["risk"] >= df["threshold"])).all()
+    assert "predicted hallucinated by evqual" in capsys.readouterr().err
+
+
+def test_predict_and_score_apply_one_threshold(tmp_path, capsys):
+    # issue 10: predict flagged at the model threshold, score at the policy's; answers between were flagged by one
+    import json
+
+    assert main(["predict", "--out", str(tmp_path / "p.jsonl")]) == 0
+    assert main(["score", "--out", str(tmp_path / "s.jsonl"), "--no-progress"]) == 0
+    pred = {r["id"]: r for r in map(json.loads, (tmp_path / "p.jsonl").read_text().splitlines())}
+    scored = [json.loads(x) for x in (tmp_path / "s.jsonl").read_text().splitlines()]
+    for r in scored:
+        p = pred[r["id"]]
+        assert r["risk"] == pytest.approx(p["risk"], abs=1e-9)  # pandas writes 10 digits
+        if not r["sensitive"]:
+            assert r["threshold"] == p["threshold"]  # one source of truth: the model's tuned threshold
+            assert (r["decision"] in ("warn", "regenerate", "abstain")) <= p["predicted"]
+        else:
+            assert r["threshold"] == min(0.3, p["threshold"])
 
 
 def test_predict_jsonl_and_bad_model(tmp_path, capsys):
