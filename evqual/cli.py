@@ -431,7 +431,7 @@ def cmd_train(args) -> int:
 
 def cmd_reproduce(args) -> int:
     from .data import default_ragtruth_path
-    from .evaluation._reproduce import reproduce
+    from .evaluation import reproduce
     from .models import METHODS
 
     methods = [m.strip() for m in args.methods.split(",")] if args.methods else None

@@ -10,12 +10,17 @@ from ._metrics import METRIC_KEYS, binary_metrics, grouped_metrics, type_metrics
 from ._policy import policy_summary, policy_table
 from ._protocols import PROTOCOLS, protocol_splits
 from ._report import feature_importances, metrics_table, write_comparison, write_report
+from ._reproduce import merge_block, render_block, reproduce, update_results_block
 from ._run import EvaluationResult, build_frame, evaluate
 from ._signal import univariate_auroc
 
 __all__ = [
     "contrastive_markdown", "evaluate_contrastive", "load_pairs", "pairs_to_examples",
     "policy_summary",
+    "merge_block",
+    "render_block",
+    "reproduce",
+    "update_results_block",
     "policy_table",
     "METRIC_KEYS",
     "PROTOCOLS",

@@ -33,7 +33,7 @@ from ._io import (
     save_detector,
     training_data_info,
 )
-from ._methods import METHODS, MethodSpec, get_method, list_methods
+from ._methods import EVIDENCE_FAMILIES, METHODS, SEED_002, MethodSpec, get_method, list_methods
 from ._spans import SpanTagger, span_scores, tokens_to_spans
 
 __all__ = [
@@ -42,6 +42,8 @@ __all__ = [
     "FLOOR_PRIOR",
     "evidence_floors",
     "CALIBRATIONS",
+    "EVIDENCE_FAMILIES",
+    "SEED_002",
     "METHODS",
     "THRESHOLD_RULES",
     "Detector",

@@ -53,7 +53,7 @@ from sklearn.preprocessing import StandardScaler
 
 from ._estimators import CompactTfidfVectorizer, FeatureSelector, SentenceMaxClassifier, StackedEvidenceClassifier, TextColumn
 
-__all__ = ["MethodSpec", "METHODS", "get_method", "list_methods", "EVIDENCE_FAMILIES"]
+__all__ = ["MethodSpec", "METHODS", "get_method", "list_methods", "EVIDENCE_FAMILIES", "SEED_002"]
 
 EVIDENCE_FAMILIES = ("coverage", "support", "semantic", "entity", "number", "length")
 """Seed 002's evidence-quality groups (Table 3 without metadata)."""
