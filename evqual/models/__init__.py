@@ -6,14 +6,17 @@
 """
 
 from ._detector import (
+    CALIBRATION_FOLDS,
     CALIBRATIONS,
     FLOOR_CHECKS,
     FLOOR_MIN_PRECISION,
     FLOOR_PRIOR,
     THRESHOLD_RULES,
     Detector,
+    check_training_data,
     evidence_floors,
     seed002_objective,
+    training_needs,
     validation_split,
 )
 from ._estimators import FeatureSelector, SentenceMaxClassifier, StackedEvidenceClassifier, TextColumn
@@ -33,7 +36,16 @@ from ._io import (
     save_detector,
     training_data_info,
 )
-from ._methods import EVIDENCE_FAMILIES, METHODS, SEED_002, MethodSpec, get_method, list_methods
+from ._methods import (
+    EVIDENCE_FAMILIES,
+    METHODS,
+    RESPONSE_FALLBACK,
+    RESPONSE_VARIANTS,
+    SEED_002,
+    MethodSpec,
+    get_method,
+    list_methods,
+)
 from ._spans import SpanTagger, span_scores, tokens_to_spans
 
 __all__ = [
@@ -44,6 +56,11 @@ __all__ = [
     "CALIBRATIONS",
     "EVIDENCE_FAMILIES",
     "SEED_002",
+    "RESPONSE_FALLBACK",
+    "RESPONSE_VARIANTS",
+    "CALIBRATION_FOLDS",
+    "check_training_data",
+    "training_needs",
     "METHODS",
     "THRESHOLD_RULES",
     "Detector",
