@@ -92,14 +92,15 @@ def test_meta_fallback_is_validated(fitted, tmp_path):
     (3, None, "found 3 rows (1 hallucinated, 2 grounded) from 3 sources"),
     (10, None, "found 10 rows (4 hallucinated, 6 grounded) from 10 sources"),
     (60, [0] * 60, "found 60 rows (0 hallucinated, 60 grounded) (all one label) from 60 sources"),
-    (40, None, "found 40 rows (18 hallucinated, 22 grounded) from 40 sources"),
+    (26, None, "found 26 rows (12 hallucinated, 14 grounded) from 26 sources"),
 ])
 def test_too_little_data_is_a_clear_error(tmp_path, n, labels, found):
     data = load_data(write(tmp_path / "d.jsonl", rows(n, labels)))
     with pytest.raises(TrainingDataError, match=r"too little training data") as info:
         Detector("evqual").fit(data)
     msg = str(info.value)
-    assert found in msg and "need at least 50 rows, 25 hallucinated and 25 grounded, from at least 5 sources" in msg
+    assert found in msg and ("need at least 30 rows: 5 hallucinated, 5 grounded and 25 of the more common label, "
+                             "from at least 5 sources") in msg
     assert isinstance(info.value, ValueError) and info.value.rows == n
 
 
@@ -112,9 +113,9 @@ def test_too_few_sources_for_the_grouped_split(tmp_path):
 
 
 def test_needs_follow_calibration_and_validation_size():
-    assert training_needs() == {"per_label": 25, "rows": 50, "sources": 5}
-    assert training_needs(calibration="none") == {"per_label": 5, "rows": 10, "sources": 5}
-    assert training_needs(n_splits=4) == {"per_label": 20, "rows": 40, "sources": 4}
+    assert training_needs() == {"rows": 30, "per_label": 5, "majority": 25, "sources": 5}
+    assert training_needs(calibration="none") == {"rows": 10, "per_label": 5, "majority": 5, "sources": 5}
+    assert training_needs(n_splits=4) == {"rows": 24, "per_label": 4, "majority": 20, "sources": 4}
 
 
 def test_one_sided_validation_part_is_a_clear_error():
@@ -123,8 +124,11 @@ def test_one_sided_validation_part_is_a_clear_error():
     frame = pd.DataFrame({"label": [0, 1] * 10, "source_id": range(20), "task_type": "QA"})
     val = pd.DataFrame({"label": [0, 0, 0, 1], "source_id": range(4), "task_type": "QA"})
     with pytest.raises(TrainingDataError, match=r"validation part holds 4 rows \(1 hallucinated, 3 grounded\); "
-                                                r"it needs at least 5 of each label"):
+                                                r"it needs both labels and 5 rows of one of them"):
         Detector("majority").fit_frames(frame, val)
+    one_sided = pd.DataFrame({"label": [0] * 8, "source_id": range(8), "task_type": "QA"})
+    with pytest.raises(TrainingDataError, match=r"validation part holds 8 rows \(0 hallucinated, 8 grounded\)"):
+        Detector("majority", calibration="none").fit_frames(frame, one_sided)
 
 
 def test_other_sentence_methods_say_spans_are_needed(own):

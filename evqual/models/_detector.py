@@ -149,20 +149,21 @@ def _plural(n: int, word: str) -> str:
 
 
 def training_needs(n_splits: int = 5, calibration: str = "sigmoid") -> dict:
-    """Fewest rows of each label and sources :meth:`Detector.fit` needs.
+    """Fewest rows, rows of each label, rows of the more common label and sources :meth:`Detector.fit` needs.
 
     The grouped validation split keeps one in ``n_splits`` sources apart
-    (stratified by label) to calibrate the risk and tune the threshold;
-    calibration (:data:`CALIBRATION_FOLDS`-fold, stratified) needs
-    :data:`CALIBRATION_FOLDS` rows of each label there, tuning the threshold one.
+    (stratified by label) to calibrate the risk and tune the threshold: each
+    label needs ``n_splits`` rows for one to land there.  Calibration
+    (:data:`CALIBRATION_FOLDS`-fold stratified) needs :data:`CALIBRATION_FOLDS`
+    validation rows of one label, so ``n_splits`` times as many overall.
 
     >>> training_needs()
-    {'per_label': 25, 'rows': 50, 'sources': 5}
+    {'rows': 30, 'per_label': 5, 'majority': 25, 'sources': 5}
     >>> training_needs(calibration="none")
-    {'per_label': 5, 'rows': 10, 'sources': 5}
+    {'rows': 10, 'per_label': 5, 'majority': 5, 'sources': 5}
     """
-    per_label = n_splits * (CALIBRATION_FOLDS if calibration != "none" else 1)
-    return {"per_label": per_label, "rows": 2 * per_label, "sources": n_splits}
+    majority = n_splits * (CALIBRATION_FOLDS if calibration != "none" else 1)
+    return {"rows": n_splits + majority, "per_label": n_splits, "majority": majority, "sources": n_splits}
 
 
 def check_training_data(labels, sources, *, n_splits: int = 5, calibration: str = "sigmoid") -> None:
@@ -175,7 +176,7 @@ def check_training_data(labels, sources, *, n_splits: int = 5, calibration: str 
     >>> check_training_data([0, 1] * 2, ["a", "b", "c", "d"])
     Traceback (most recent call last):
     ...
-    evqual.errors.TrainingDataError: too little training data: found 4 rows (2 hallucinated, 2 grounded) from 4 sources; need at least 50 rows, 25 hallucinated and 25 grounded, from at least 5 sources (one in 5 sources is held out to calibrate the risk and tune the threshold; calibration needs 5 rows of each label there)
+    evqual.errors.TrainingDataError: too little training data: found 4 rows (2 hallucinated, 2 grounded) from 4 sources; need at least 30 rows: 5 hallucinated, 5 grounded and 25 of the more common label, from at least 5 sources (one in 5 sources is held out to calibrate the risk and tune the threshold; calibration needs 5 rows of one label there)
     """
     from ..errors import TrainingDataError
 
@@ -183,15 +184,17 @@ def check_training_data(labels, sources, *, n_splits: int = 5, calibration: str 
     y = np.asarray(labels).astype(int)
     n, pos = len(y), int(y.sum())
     n_sources = len(set(np.asarray(sources).tolist()))
-    if n >= need["rows"] and min(pos, n - pos) >= need["per_label"] and n_sources >= need["sources"]:
+    if (n >= need["rows"] and min(pos, n - pos) >= need["per_label"] and max(pos, n - pos) >= need["majority"]
+            and n_sources >= need["sources"]):
         return
     single = " (all one label)" if n and pos in (0, n) else ""
-    why = (f"; calibration needs {CALIBRATION_FOLDS} rows of each label there" if calibration != "none" else "")
+    why = f"; calibration needs {CALIBRATION_FOLDS} rows of one label there" if calibration != "none" else ""
     raise TrainingDataError(
         f"too little training data: found {_plural(n, 'row')} ({pos} hallucinated, {n - pos} grounded){single} "
-        f"from {_plural(n_sources, 'source')}; need at least {need['rows']} rows, {need['per_label']} hallucinated "
-        f"and {need['per_label']} grounded, from at least {need['sources']} sources (one in {n_splits} sources "
-        f"is held out to calibrate the risk and tune the threshold{why})", rows=n, positives=pos, sources=n_sources)
+        f"from {_plural(n_sources, 'source')}; need at least {need['rows']} rows: {need['per_label']} hallucinated, "
+        f"{need['per_label']} grounded and {need['majority']} of the more common label, from at least "
+        f"{need['sources']} sources (one in {n_splits} sources is held out to calibrate the risk and tune the "
+        f"threshold{why})", rows=n, positives=pos, sources=n_sources)
 
 
 def _has_sentence_labels(frame) -> bool:
@@ -419,17 +422,18 @@ class Detector:
         self._check()
         y_train = train["label"].astype(int).to_numpy()
         y_val = val["label"].astype(int).to_numpy()
-        need = {"training part": 1, "validation part": CALIBRATION_FOLDS if self.calibration != "none" else 1}
-        for (part, least), y, rows in zip(need.items(), (y_train, y_val), (train, val)):
+        majority = CALIBRATION_FOLDS if self.calibration != "none" else 1
+        for part, y, rows, most in (("training part", y_train, train, 1), ("validation part", y_val, val, majority)):
             pos = int(y.sum())
-            if min(pos, len(y) - pos) < least:
+            if min(pos, len(y) - pos) < 1 or max(pos, len(y) - pos) < most:
                 from ..errors import TrainingDataError
 
                 raise TrainingDataError(
                     f"too little training data: the {part} holds {_plural(len(y), 'row')} ({pos} hallucinated, "
-                    f"{len(y) - pos} grounded); it needs at least {least} of each label"
-                    + (f" ({self.calibration} calibration is {CALIBRATION_FOLDS}-fold)" if least > 1 else "")
-                    + "; add rows (and sources) of the rarer label", rows=len(y), positives=pos,
+                    f"{len(y) - pos} grounded); it needs both labels"
+                    + (f" and {most} rows of one of them ({self.calibration} calibration is "
+                       f"{CALIBRATION_FOLDS}-fold)" if most > 1 else "")
+                    + "; add rows (and sources)", rows=len(y), positives=pos,
                     sources=len(set(rows["source_id"])) if "source_id" in rows.columns else 0)
         self.fallback_ = None
         variant = RESPONSE_FALLBACK.get(self.spec.name)
