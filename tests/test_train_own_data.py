@@ -89,10 +89,16 @@ def test_meta_fallback_is_validated(fitted, tmp_path):
 
 
 @pytest.mark.parametrize("n, labels, found", [
-    (3, None, "found 3 rows (1 hallucinated, 2 grounded) from 3 sources"),
-    (10, None, "found 10 rows (4 hallucinated, 6 grounded) from 10 sources"),
-    (60, [0] * 60, "found 60 rows (0 hallucinated, 60 grounded) (all one label) from 60 sources"),
-    (26, None, "found 26 rows (12 hallucinated, 14 grounded) from 26 sources"),
+    (3, None, "found 3 rows (1 hallucinated, 2 grounded) from 3 sources, short of 30 rows, 5 of each label, "
+              "25 of the more common label, 5 sources;"),
+    (10, None, "found 10 rows (4 hallucinated, 6 grounded) from 10 sources, short of 30 rows, 5 of each label, "
+               "25 of the more common label;"),
+    (60, [0] * 60, "found 60 rows (0 hallucinated, 60 grounded) (all one label) from 60 sources, short of 5 of "
+                   "each label;"),
+    (26, None, "found 26 rows (12 hallucinated, 14 grounded) from 26 sources, short of 30 rows, 25 of the more "
+               "common label;"),
+    (40, [int(i % 40 < 18) for i in range(40)], "found 40 rows (18 hallucinated, 22 grounded) from 40 sources, "
+                                                "short of 25 of the more common label;"),
 ])
 def test_too_little_data_is_a_clear_error(tmp_path, n, labels, found):
     data = load_data(write(tmp_path / "d.jsonl", rows(n, labels)))
@@ -108,7 +114,7 @@ def test_too_few_sources_for_the_grouped_split(tmp_path):
     rs = rows(60, [i % 2 for i in range(60)])
     for i, r in enumerate(rs):
         r["source_id"] = f"s{i % 3}"
-    with pytest.raises(TrainingDataError, match="from 3 sources; need .* from at least 5 sources"):
+    with pytest.raises(TrainingDataError, match="from 3 sources, short of 5 sources; need .* from at least 5"):
         Detector("evqual").fit(load_data(write(tmp_path / "d.jsonl", rs)))
 
 

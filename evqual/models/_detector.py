@@ -176,7 +176,7 @@ def check_training_data(labels, sources, *, n_splits: int = 5, calibration: str 
     >>> check_training_data([0, 1] * 2, ["a", "b", "c", "d"])
     Traceback (most recent call last):
     ...
-    evqual.errors.TrainingDataError: too little training data: found 4 rows (2 hallucinated, 2 grounded) from 4 sources; need at least 30 rows: 5 hallucinated, 5 grounded and 25 of the more common label, from at least 5 sources (one in 5 sources is held out to calibrate the risk and tune the threshold; calibration needs 5 rows of one label there)
+    evqual.errors.TrainingDataError: too little training data: found 4 rows (2 hallucinated, 2 grounded) from 4 sources, short of 30 rows, 5 of each label, 25 of the more common label, 5 sources; need at least 30 rows: 5 hallucinated, 5 grounded and 25 of the more common label, from at least 5 sources (one in 5 sources is held out to calibrate the risk and tune the threshold; calibration needs 5 rows of one label there)
     """
     from ..errors import TrainingDataError
 
@@ -189,12 +189,17 @@ def check_training_data(labels, sources, *, n_splits: int = 5, calibration: str 
         return
     single = " (all one label)" if n and pos in (0, n) else ""
     why = f"; calibration needs {CALIBRATION_FOLDS} rows of one label there" if calibration != "none" else ""
+    short = [what for what, ok in ((f"{need['rows']} rows", n >= need["rows"]),
+                                   (f"{need['per_label']} of each label", min(pos, n - pos) >= need["per_label"]),
+                                   (f"{need['majority']} of the more common label",
+                                    max(pos, n - pos) >= need["majority"]),
+                                   (f"{need['sources']} sources", n_sources >= need["sources"])) if not ok]
     raise TrainingDataError(
         f"too little training data: found {_plural(n, 'row')} ({pos} hallucinated, {n - pos} grounded){single} "
-        f"from {_plural(n_sources, 'source')}; need at least {need['rows']} rows: {need['per_label']} hallucinated, "
-        f"{need['per_label']} grounded and {need['majority']} of the more common label, from at least "
-        f"{need['sources']} sources (one in {n_splits} sources is held out to calibrate the risk and tune the "
-        f"threshold{why})", rows=n, positives=pos, sources=n_sources)
+        f"from {_plural(n_sources, 'source')}, short of {', '.join(short)}; need at least {need['rows']} rows: "
+        f"{need['per_label']} hallucinated, {need['per_label']} grounded and {need['majority']} of the more common "
+        f"label, from at least {need['sources']} sources (one in {n_splits} sources is held out to calibrate the "
+        f"risk and tune the threshold{why})", rows=n, positives=pos, sources=n_sources)
 
 
 def _has_sentence_labels(frame) -> bool:
