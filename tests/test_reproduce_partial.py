@@ -35,7 +35,8 @@ def fake_metrics(name: str, protocol: str, x: float) -> dict:
 def _simple_policy_table(monkeypatch):
     import evqual.evaluation._policy as pol
 
-    monkeypatch.setattr(pol, "policy_table", lambda p: f"| decision | share |\n| --- | --- |\n| show | {p['escalated_share']:.3f} |")
+    monkeypatch.setattr(pol, "policy_table",
+                        lambda p: f"| decision | share |\n| --- | --- |\n| show | {p['escalated_share']:.3f} |")
 
 
 NAMES = ["majority", "tfidf-lr", "ecs-span", "evqual", "evqual-meta"]
@@ -137,7 +138,8 @@ def _fake_run(monkeypatch, tmp_path, x: float):
 
     monkeypatch.setattr(rp, "write_report", write_report)
     seen = {}
-    monkeypatch.setattr(rp, "write_comparison", lambda ms, out, title: seen.setdefault(out.name, [m["method"] for m in ms]))
+    monkeypatch.setattr(rp, "write_comparison",
+                        lambda ms, out, title: seen.setdefault(out.name, [m["method"] for m in ms]))
     monkeypatch.setattr("evqual.features.as_examples", lambda data: [])
     import evqual.evaluation._policy as pol
 
