@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from ._version import __version__
-from .errors import EvqualDataError, MissingDependencyError
+from .errors import EvqualDataError, MissingDependencyError, ResponseLevelFallbackWarning
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_IO = 0, 1, 2, 3
 
@@ -381,14 +381,17 @@ def cmd_evaluate(args) -> int:
         return EXIT_DATA
     frame, builder, seconds = build_frame(result)
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("ignore")
+            warnings.simplefilter("always", ResponseLevelFallbackWarning)
             res = evaluate(result, method=args.method, protocol=args.protocol, frame=frame, featurize_seconds=seconds,
                            calibration=args.calibration, threshold_rule=args.threshold_rule, n_splits=args.folds,
                            augment=args.augment, builder=builder, evidence_floor=not args.no_evidence_floor)
     except ValueError as exc:
         print(f"evqual evaluate: error: {exc}", file=sys.stderr)
         return EXIT_DATA
+    finally:
+        _fallback_note(caught, "evaluate")
     write_report(res, args.out, frame=None if args.no_importance else frame, data_note=f"Data: {label}.")
     r = res.metrics["response"]
     print(f"evqual: {args.method} under {args.protocol}: F1 {r['f1']:.3f}, AUROC {r['auroc'] or 0:.3f}; "
@@ -396,8 +399,16 @@ def cmd_evaluate(args) -> int:
     return EXIT_DATA if result.issues else EXIT_OK
 
 
+def _fallback_note(caught, cmd: str) -> None:
+    """One stderr line for a response-level fallback (however many folds warned)."""
+    seen = {str(w.message) for w in caught or () if issubclass(w.category, ResponseLevelFallbackWarning)}
+    for msg in sorted(seen):
+        print(f"evqual {cmd}: note: {msg}", file=sys.stderr)
+
+
 def cmd_train(args) -> int:
     import json
+    import warnings
 
     from .models import fit_detector, save_detector, training_data_info
 
@@ -416,19 +427,25 @@ def cmd_train(args) -> int:
             print(f"evqual train: error: cannot read --metrics {args.metrics}: {exc}", file=sys.stderr)
             return EXIT_USAGE
     try:
-        det = fit_detector(result, method=args.method, calibration=args.calibration,
-                           threshold_rule=args.threshold_rule, entity_backend=args.entity_backend,
-                           validation_split=args.validation_split, augment=args.augment,
-                           evidence_floor=not args.no_evidence_floor)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ResponseLevelFallbackWarning)
+            det = fit_detector(result, method=args.method, calibration=args.calibration,
+                               threshold_rule=args.threshold_rule, entity_backend=args.entity_backend,
+                               validation_split=args.validation_split, augment=args.augment,
+                               evidence_floor=not args.no_evidence_floor)
     except MissingDependencyError as exc:
         print(f"evqual train: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except ValueError as exc:
         print(f"evqual train: error: {exc}", file=sys.stderr)
         return EXIT_DATA
+    for w in caught:  # other warnings as Python would show them; the fallback as one line
+        if not issubclass(w.category, ResponseLevelFallbackWarning):
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    _fallback_note(caught, "train")
     info = training_data_info(result, label, validation_split=args.validation_split)
     folder = save_detector(det, args.out, training_data=info, metrics=metrics)
-    print(f"evqual: saved {args.method} to {folder} (threshold {det.threshold_:.3f})", file=sys.stderr)
+    print(f"evqual: saved {det.method} to {folder} (threshold {det.threshold_:.3f})", file=sys.stderr)
     return EXIT_DATA if result.issues else EXIT_OK
 
 

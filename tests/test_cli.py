@@ -199,6 +199,32 @@ def test_readme_command_block_matches_every_help(capsys):
         assert readme[name] == helped, (name, sorted(readme[name] ^ helped))
 
 
+@pytest.mark.parametrize("command", ["evaluate", "train", "reproduce"])
+def test_readme_synopsis_marks_required_and_optional_options_as_help_does(command):
+    """issue 10: `evqual train --data` is optional in --help, so it is in brackets in the README."""
+    import re
+    from pathlib import Path
+
+    from evqual.cli import build_parser
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    block = text.split("## Command line", 1)[1].split("```text", 1)[1].split("```", 1)[0]
+    lines, on = [], False
+    for line in block.splitlines():
+        if re.match(r"evqual \w+", line):
+            on = line.startswith(f"evqual {command} ")
+        if on:
+            lines.append(line.split("#")[0])
+    synopsis = " ".join(lines)
+    optional = set(re.findall(r"\[(--[a-z][a-z0-9-]*)", synopsis))
+    required = set(re.findall(r"(?<!\[)(--[a-z][a-z0-9-]*)", synopsis))
+    sub = next(a for a in build_parser()._actions if a.dest == "command").choices[command]
+    want_required = {o for a in sub._actions if a.required for o in a.option_strings}
+    want_optional = {o for a in sub._actions if not a.required for o in a.option_strings
+                     if o.startswith("--") and o != "--help"}
+    assert (required, optional) == (want_required, want_optional)
+
+
 def test_help_prints_single_percent_signs_and_counts_agree_in_number(tmp_path, capsys):
     # issue 10: "25%%" in `train --help`, "1 answers" in the summary line
     assert main(["train", "--help"]) == 0

@@ -490,3 +490,18 @@ def test_every_decision_is_reachable_with_the_shipped_model(det, ragtruth_path):
     assert risks.max() >= policy.abstain_at
     decisions = {policy.decide(float(r), model_threshold=det.detector.threshold_).decision for r in risks}
     assert decisions >= {"show", "warn", "escalate", "regenerate", "abstain"}
+
+
+def test_a_non_english_answer_carries_a_warning(det):
+    # issue 10: a wrong year in French got 0.075 and no word of caution
+    fr = det.score(query="Quand le pont a-t-il été ouvert ?",
+                   context=["Le pont a été ouvert en 1932 après six ans de travaux et de nombreux retards."],
+                   output="Le pont a été ouvert en 1935 après six ans de travaux et de nombreux retards.")
+    assert [w["code"] for w in fr.warnings] == ["W001"] and fr.warnings[0]["details"]["field"] == "output"
+    en = det.score(**BRIDGE)
+    assert en.warnings == ()
+    ctx = det.score(context=["Der Brückenbau begann im Jahr 1926 und die Brücke wurde im Jahr 1932 für den "
+                             "Verkehr freigegeben, nachdem es viele Verzögerungen gegeben hatte."],
+                    output="The bridge opened in 1932.")
+    assert [w["details"]["field"] for w in ctx.warnings] == ["context"]
+    assert ScoreResult.from_json(fr.to_json()) == fr

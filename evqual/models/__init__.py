@@ -6,6 +6,7 @@
 """
 
 from ._detector import (
+    CALIBRATION_FOLDS,
     CALIBRATIONS,
     FLOOR_CHECKS,
     FLOOR_MIN_PRECISION,
@@ -13,9 +14,11 @@ from ._detector import (
     THRESHOLD_RULES,
     Detections,
     Detector,
+    check_training_data,
     evidence_floors,
     grouped_folds,
     seed002_objective,
+    training_needs,
     validation_split,
 )
 from ._estimators import FeatureSelector, SentenceMaxClassifier, StackedEvidenceClassifier, TextColumn
@@ -35,7 +38,16 @@ from ._io import (
     save_detector,
     training_data_info,
 )
-from ._methods import EVIDENCE_FAMILIES, METHODS, SEED_002, MethodSpec, get_method, list_methods
+from ._methods import (
+    EVIDENCE_FAMILIES,
+    METHODS,
+    RESPONSE_FALLBACK,
+    RESPONSE_VARIANTS,
+    SEED_002,
+    MethodSpec,
+    get_method,
+    list_methods,
+)
 from ._metrics import METRIC_KEYS, binary_metrics
 from ._spans import SpanTagger, project_sentences, span_scores, tokens_to_spans
 
@@ -53,6 +65,11 @@ __all__ = [
     "FLOOR_PRIOR",
     "evidence_floors",
     "CALIBRATIONS",
+    "RESPONSE_FALLBACK",
+    "RESPONSE_VARIANTS",
+    "CALIBRATION_FOLDS",
+    "check_training_data",
+    "training_needs",
     "METHODS",
     "THRESHOLD_RULES",
     "Detections",

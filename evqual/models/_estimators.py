@@ -242,7 +242,10 @@ class SentenceMaxClassifier(ClassifierMixin, BaseEstimator):
             V, ys, _ = _stack_sentences(X, self.columns_, with_labels=True, response_cols=self.response_columns_)
             keep = ys >= 0
             if keep.sum() == 0 or len(np.unique(ys[keep])) < 2:
-                raise ValueError("no sentence labels with both classes to fit on (spans are needed).")
+                raise ValueError("no sentence labels with both classes to fit on: this method learns from sentence "
+                                 "labels, which come from the spans of hallucinated answers ('spans' in the generic "
+                                 "JSONL), and the data have none; use a response-level method (evqual and "
+                                 "evqual-meta fall back to one by themselves).")
             self.estimator_ = clone(self.estimator).fit(V[keep], ys[keep])
         return self
 

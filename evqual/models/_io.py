@@ -305,6 +305,7 @@ def save_detector(detector, path, *, training_data: dict | None = None, metrics:
         "augment_rate": getattr(detector, "augment_rate", 0.5),
         "evidence_floor": dict(getattr(detector, "evidence_floor_", {}) or {}),
         "span_tagger": _span_meta(detector),
+        "fallback": getattr(detector, "fallback_", None),
         "training_data": training_data or {},
         "rows": {"train": detector.n_train_, "validation": detector.n_validation_},
         "metrics": metrics or {},
@@ -526,7 +527,7 @@ def read_meta(path) -> dict:
     'evqual'
     """
     from ._detector import CALIBRATIONS, THRESHOLD_RULES
-    from ._methods import METHODS
+    from ._methods import METHODS, RESPONSE_VARIANTS
 
     folder = Path(path)
     meta_path = folder / META_FILE
@@ -555,10 +556,11 @@ def read_meta(path) -> dict:
     if meta["format"] != META_FORMAT:
         raise ModelLoadError(f"{meta_path}: format {meta['format']} is not supported (expected {META_FORMAT})")
     _check_sha256_field(meta_path, "model_sha256", meta["model_sha256"])
-    for key, known in (("method", tuple(METHODS)), ("calibration", CALIBRATIONS),
+    for key, known in (("method", tuple(METHODS) + tuple(RESPONSE_VARIANTS)), ("calibration", CALIBRATIONS),
                        ("threshold_rule", THRESHOLD_RULES), ("entity_backend", ENTITY_BACKENDS)):
         if meta[key] not in known:
             raise _meta_error(meta_path, key, f"must be one of {', '.join(known)}; got {_oneline(meta[key], 80)!r}")
+    _check_fallback(meta_path, meta)
     from ..data import AUGMENT_VERSIONS
 
     if meta.get("augment") is not None and meta["augment"] not in AUGMENT_VERSIONS:
@@ -604,6 +606,25 @@ def read_meta(path) -> dict:
             if isinstance(fp.get(key), bool) or not isinstance(fp.get(key), int) or fp[key] < 0:
                 raise _meta_error(meta_path, f"prediction_fingerprint.{key}", "must be a non-negative integer")
     return meta
+
+
+def _check_fallback(meta_path, meta: dict) -> None:
+    """``fallback`` (optional): null, or ``{"from", "to", "reason"}`` naming a method and its variant = ``method``."""
+    from ._methods import RESPONSE_FALLBACK
+
+    fb = meta.get("fallback")
+    if fb is None:
+        return
+    if not isinstance(fb, dict) or set(fb) != {"from", "to", "reason"}:
+        raise _meta_error(meta_path, "fallback", "must be null or an object with exactly 'from', 'to' and 'reason'")
+    if fb["from"] not in RESPONSE_FALLBACK:
+        raise _meta_error(meta_path, "fallback.from", f"must be one of {', '.join(RESPONSE_FALLBACK)}; got "
+                                                      f"{_oneline(repr(fb['from']), 80)}")
+    if fb["to"] != RESPONSE_FALLBACK[fb["from"]] or fb["to"] != meta["method"]:
+        raise _meta_error(meta_path, "fallback.to", f"must be {RESPONSE_FALLBACK[fb['from']]!r}, the variant of "
+                                                    f"{fb['from']!r} and the model's method {meta['method']!r}")
+    if not isinstance(fb["reason"], str) or not fb["reason"].strip():
+        raise _meta_error(meta_path, "fallback.reason", "must be a non-empty string")
 
 
 def _check_features(meta: dict, meta_path: Path) -> None:
@@ -870,7 +891,7 @@ def _check_detector(det, meta: dict, model_path: Path) -> None:
     from ..features import EvidenceFeaturizer
     from ._detector import CALIBRATIONS, THRESHOLD_RULES, Detector
     from ._frame import FrameBuilder
-    from ._methods import METHODS
+    from ._methods import METHODS, RESPONSE_VARIANTS, get_method
     from ._spans import SpanTagger
 
     if type(det) is not Detector:
@@ -894,7 +915,8 @@ def _check_detector(det, meta: dict, model_path: Path) -> None:
                 or not 0.0 <= value <= 1.0:
             raise fail(name, f"must be a finite number in [0, 1]; got {_oneline(repr(value), 60)}")
 
-    for name, known, key in (("method", tuple(METHODS), "method"), ("calibration", CALIBRATIONS, "calibration"),
+    for name, known, key in (("method", tuple(METHODS) + tuple(RESPONSE_VARIANTS), "method"),
+                             ("calibration", CALIBRATIONS, "calibration"),
                              ("threshold_rule", THRESHOLD_RULES, "threshold_rule"),
                              ("entity_backend", ENTITY_BACKENDS, "entity_backend")):
         value = get(name)
@@ -933,7 +955,9 @@ def _check_detector(det, meta: dict, model_path: Path) -> None:
             raise ModelLoadError(f"{model_path}: the featurizers compute other features than meta.json field "
                                  f"'{key}' lists; refusing to load")
     # the model: the classes its method builds
-    _check_structure(get("model_"), METHODS[attrs["method"]].make(), "model_", fail)
+    _check_structure(get("model_"), get_method(attrs["method"]).make(), "model_", fail)
+    if get("fallback_", None) != meta.get("fallback"):
+        raise fail("fallback_", "does not match meta.json field 'fallback'")
     calibrator = get("calibrator_")
     want = {"sigmoid": "_SigmoidCalibration", "isotonic": "IsotonicRegression", "none": "NoneType"}
     if type(calibrator).__name__ != want[attrs["calibration"]] or \
@@ -1251,12 +1275,14 @@ def fit_detector(examples, *, method: str = "evqual", calibration: str = "sigmoi
     The calibration and threshold part is 25% of the sources of the
     ``validation_split`` split when the data has one, else 20% of all sources.
     """
+    from ..errors import ResponseLevelFallbackWarning
     from ._detector import Detector
 
     det = Detector(method, calibration=calibration, threshold_rule=threshold_rule, entity_backend=entity_backend,
                    augment=augment, evidence_floor=evidence_floor)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        warnings.simplefilter("always", ResponseLevelFallbackWarning)  # the one a user must see
         return det.fit(examples, validation_pool=validation_split or None)
 
 
