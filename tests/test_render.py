@@ -287,7 +287,8 @@ def test_html_filters_list_decisions_and_topics(results):
         if t == "select":
             opts[a["id"]] = opts.pop("pending", [])
             current = a["id"]
-    assert current == "f-topic"
+    assert current == "f-sort"
+    assert opts["f-sort"] == ["input", "risk-desc", "risk-asc"]
     assert opts["f-decision"] == ["*", "show", "warn", "regenerate", "abstain", "escalate"]
     assert opts["f-topic"] == ["*", "finance", "healthcare", "legal"]
     page = render_html(results)
