@@ -410,6 +410,7 @@ mark.span.note { background:transparent; border-bottom:2px dotted #868e96; }
 details.sent { border-top:1px solid var(--line); }
 details.sent > summary { cursor:pointer; padding:6px 0; font-size:13.5px; }
 details.sent > summary .stext { color:var(--fg); }
+details.sent[open] > summary .stext { display:none; }
 details.sent .row { border-top:none; padding-top:4px; }
 .claim .sentence { font-weight:600; }
 .reasons { list-style:none; padding:0; margin:6px 0; }
@@ -666,7 +667,9 @@ def _html_card(result: ScoreResult, order: int = 0) -> str:
     body = [f'<div class="card-head">{"".join(head)}</div>']
     body.append(f'<p class="rule">{_esc(rule_text(result))}</p>')
     sthr = ("not recorded" if result.sentence_threshold is None else _num(result.sentence_threshold))
-    body.append(f'<p class="thresholds"><strong>answer threshold {_num(result.threshold)}</strong>: {_ANSWER_THRESHOLD_TEXT}. '
+    sensitive = " (a sensitive topic: the stricter threshold applies here)" if result.sensitive else ""
+    body.append(f'<p class="thresholds"><strong>answer threshold {_num(result.threshold)}</strong>: '
+                f'{_ANSWER_THRESHOLD_TEXT}{sensitive}. '
                 f'<strong>sentence threshold {sthr}</strong>: {_SENTENCE_THRESHOLD_TEXT}.</p>')
     warns = _warnings(result)
     if warns:
