@@ -698,7 +698,7 @@ def test_evidence_box_shows_the_passage_the_reason_names():
     assert marks == ["50,000"]
     quotes = [text for t, a, text, _ in p.captured if t == "blockquote"]
     # the check reason: the sentence around its evidence item; the other sentence: its citation
-    assert "Walmart employs more than 50,000 people in Arkansas.\u2026" in quotes
+    assert "Walmart employs more than 50,000 people in Arkansas." in quotes
     assert "The bill passed on Tuesday." in quotes
     assert "evidence item of NUMBER_CONFLICT" in page
     # a field reason without offsets: the record line starting with the field label
@@ -718,6 +718,13 @@ def test_evidence_box_shows_the_passage_the_reason_names():
                                                       (bad,), note=True),))
     quotes = [text for t, a, text, _ in _parse(render_html([r3])).captured if t == "blockquote"]
     assert quotes == [s0.evidence.text]
+    # a passage without a sentence or line boundary is cut 200 characters each side, with ellipses
+    long = "w" * 500 + "50,000" + "w" * 500
+    at = Reason("NUMBER_CONFLICT", "x", {"context_start": 500, "context_end": 506, "chunk_id": "c"})
+    r4 = _noted_show_result(context=long, sentences=(SentenceResult(0, s0.start, s0.end, s0.text, 0.5, False,
+                                                                    None, (at,), note=True),))
+    quotes = [text for t, a, text, _ in _parse(render_html([r4])).captured if t == "blockquote"]
+    assert quotes == ["\u2026" + "w" * 200 + "50,000" + "w" * 200 + "\u2026"]
 
 
 def test_html_content_security_policy_allows_only_the_report_script():

@@ -164,16 +164,16 @@ _DONE = {"show": "shown", "warn": "warned", "regenerate": "regenerate", "abstain
          "escalate": "escalated"}
 
 
-def rule_text(result: ScoreResult) -> str:
+def _rule_text(result: ScoreResult) -> str:
     """The policy rule that decided, in words.
 
     Examples
     --------
     >>> from evqual.results import ScoreResult
-    >>> rule_text(ScoreResult(id="a", risk=0.4, flagged=True, decision="escalate", threshold=0.5,
+    >>> _rule_text(ScoreResult(id="a", risk=0.4, flagged=True, decision="escalate", threshold=0.5,
     ...                       rule="escalate_band"))
     'escalated: risk 40.0% is in the uncertain band (escalate_band, by default [0.35, 0.65)); sent to LLM verification'
-    >>> rule_text(ScoreResult(id="a", risk=0.2, flagged=True, decision="escalate", threshold=0.5,
+    >>> _rule_text(ScoreResult(id="a", risk=0.2, flagged=True, decision="escalate", threshold=0.5,
     ...                       rule="reason:NUMBER_CONFLICT"))
     'escalated: a NUMBER_CONFLICT found by a claim-aligned check (a high-precision conflict forces escalation)'
     """
@@ -339,11 +339,24 @@ def _evidence_items(result: ScoreResult, sentence) -> list[dict]:
     return list(items.values())
 
 
+def _cut(context: str, a: int, b: int) -> tuple[bool, bool]:
+    """Whether the passage ``context[a:b]`` starts / ends in the middle of the text (to show an ellipsis)."""
+    return (a > 0 and not context[a - 1].isspace()), (b < len(context) and not context[b].isspace())
+
+
 _BOUNDARY = re.compile(r"\n|(?<=[.!?])\s")
 
 
 def _passage(context: str, start: int, end: int, radius: int = _PASSAGE_RADIUS) -> tuple[int, int]:
-    """The passage around ``context[start:end]``: its sentence or line, at most ``radius`` characters each side."""
+    """The passage around ``context[start:end]``: its sentence or line, at most ``radius`` characters each side.
+
+    Examples
+    --------
+    >>> text = "First one. The bill passed on Tuesday. Last."
+    >>> a, b = _passage(text, text.index("Tuesday"), text.index("Tuesday") + 7)
+    >>> text[a:b], _cut(text, a, b)
+    ('The bill passed on Tuesday.', (False, False))
+    """
     lo = max(0, start - radius)
     left = [m.end() for m in _BOUNDARY.finditer(context, lo, start)]
     a = left[-1] if left else lo
@@ -539,15 +552,16 @@ def _html_evidence(result: ScoreResult, s) -> str:
     boxes = []
     for it in items:
         a, b = _passage(context, it["start"], it["end"])
+        left, right = _cut(context, a, b)
         what = "record line" if it["kind"] == "field" else "evidence item"
         head = _esc(it["chunk_id"]) if it["chunk_id"] else "context"
         boxes.append(
             f'<div class="evidence"><div class="chunk-id">{head}</div>'
             f'<div class="small">{what} of {_esc(", ".join(it["codes"]))} &middot; context chars '
             f'{it["start"]}&ndash;{it["end"]}</div>'
-            f'<blockquote>{"&hellip;" if a > 0 else ""}{_esc(context[a:it["start"]])}'
+            f'<blockquote>{"&hellip;" if left else ""}{_esc(context[a:it["start"]])}'
             f'<mark class="ev">{_esc(context[it["start"]:it["end"]])}</mark>'
-            f'{_esc(context[it["end"]:b])}{"&hellip;" if b < len(context) else ""}</blockquote></div>'
+            f'{_esc(context[it["end"]:b])}{"&hellip;" if right else ""}</blockquote></div>'
         )
     if boxes:
         return f'<div class="evidences">{"".join(boxes)}</div>'
@@ -665,7 +679,7 @@ def _html_card(result: ScoreResult, order: int = 0) -> str:
     if result.topics:
         head.append("<span>" + "".join(f'<span class="topic">{_esc(t)}</span>' for t in result.topics) + "</span>")
     body = [f'<div class="card-head">{"".join(head)}</div>']
-    body.append(f'<p class="rule">{_esc(rule_text(result))}</p>')
+    body.append(f'<p class="rule">{_esc(_rule_text(result))}</p>')
     sthr = ("not recorded" if result.sentence_threshold is None else _num(result.sentence_threshold))
     sensitive = " (a sensitive topic: the stricter threshold applies here)" if result.sensitive else ""
     body.append(f'<p class="thresholds"><strong>answer threshold {_num(result.threshold)}</strong>: '
@@ -896,10 +910,11 @@ def _md_evidence(result: ScoreResult, s) -> tuple[str, str]:
         ids, texts = [], []
         for it in items:
             a, b = _passage(context, it["start"], it["end"])
+            left, right = _cut(context, a, b)
             ids.append(it["chunk_id"] or "context")
-            texts.append(_md_text(("\u2026" if a > 0 else "") + context[a:it["start"]])
+            texts.append(_md_text(("\u2026" if left else "") + context[a:it["start"]])
                          + f"**{_md_text(context[it['start']:it['end']])}**"
-                         + _md_text(context[it["end"]:b] + ("\u2026" if b < len(context) else "")))
+                         + _md_text(context[it["end"]:b] + ("\u2026" if right else "")))
         return ", ".join(dict.fromkeys(ids)), " / ".join(texts)
     ev = s.evidence
     return (ev.chunk_id, _md_text(_truncate(ev.text))) if ev else ("", "")
@@ -914,7 +929,7 @@ def _md_section(result: ScoreResult) -> str:
         "",
         f"- **Risk:** {_pct(result.risk)}",
         f"- **Decision:** {_md_inline(decision)}",
-        f"- **Rule:** {_md_inline(rule_text(result))}",
+        f"- **Rule:** {_md_inline(_rule_text(result))}",
         f"- **Threshold:** {_num(result.threshold)} (answer threshold: {_ANSWER_THRESHOLD_TEXT})",
         f"- **Sentence threshold:** {sthr} ({_SENTENCE_THRESHOLD_TEXT})",
         f"- **Topics:** {_md_inline(topics)}" + (" (sensitive)" if result.sensitive else ""),
