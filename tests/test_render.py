@@ -646,7 +646,8 @@ def test_warnings_and_extra_fields_are_shown_escaped():
     r = _noted_show_result()
     page, md = render_html([r]), render_markdown([r])
     assert "<strong>warning W001</strong> the text looks non-English &lt;i&gt;" in page
-    assert "customer <code>acme &lt;b&gt;co&lt;/b&gt;</code>" in page and 'tags <code>[&quot;a&quot;, &quot;b&quot;]' in page
+    assert "customer <code>acme &lt;b&gt;co&lt;/b&gt;</code>" in page
+    assert "tags <code>[&quot;a&quot;, &quot;b&quot;]</code>" in page
     assert "- **Warning W001:** the text looks non-English &lt;i&gt;" in md
     assert '- **Fields:** customer: acme &lt;b&gt;co&lt;/b&gt;; tags: \\["a", "b"\\]' in md
 

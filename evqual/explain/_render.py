@@ -528,7 +528,8 @@ def _html_answer(result: ScoreResult) -> str:
             risk = max(result.spans[i].risk for i in span_ids)
             ids = " ".join(map(str, span_ids))
             if spans_are_notes:
-                piece = f'<mark class="span note" title="note: predicted span, risk {_num(risk)}" data-spans="{ids}">{piece}</mark>'
+                piece = (f'<mark class="span note" title="note: predicted span, risk {_num(risk)}" '
+                         f'data-spans="{ids}">{piece}</mark>')
             else:
                 piece = f'<mark class="span" title="risk {_num(risk)}" data-spans="{ids}">{piece}</mark>'
         parts.append(piece)
@@ -537,9 +538,10 @@ def _html_answer(result: ScoreResult) -> str:
     return "".join(parts)
 
 
-def _sentence_status(result: ScoreResult, i: int, s) -> str:
-    """``"flag"``, ``"note"`` or ``"plain"`` (not flagged, no note)."""
-    return _marked_sentences(result).get(i, "plain")
+def _statuses(result: ScoreResult) -> list[str]:
+    """Per sentence: ``"flag"`` (red), ``"note"`` or ``"plain"`` (not flagged, no note)."""
+    marked = _marked_sentences(result)
+    return [marked.get(i, "plain") for i in range(len(result.sentences))]
 
 
 _STATUS_WORDS = {"flag": "flagged", "note": "note", "plain": "not flagged"}
@@ -592,7 +594,7 @@ def _html_claim(s, status: str) -> str:
 
 def _html_rows(result: ScoreResult) -> str:
     """Every sentence with its reasons beside its evidence; collapsed unless flagged."""
-    status = [_sentence_status(result, i, s) for i, s in enumerate(result.sentences)]
+    status = _statuses(result)
     n_flag, n_note = status.count("flag"), status.count("note")
     out = ['<div class="rows">']
     if result.sentences:
@@ -947,7 +949,7 @@ def _md_section(result: ScoreResult) -> str:
     marks = "notes (predicted spans of a shown answer) marked [[note: ...]]" if not _is_flagged(result) \
         else "predicted spans marked **[[...]]**"
     out += ["", f"**Answer** ({marks}):", "", _md_answer(result), ""]
-    status = [_sentence_status(result, i, s) for i, s in enumerate(result.sentences)]
+    status = _statuses(result)
     if "flag" not in status:
         n_note = status.count("note")
         out += ["No flagged sentence." + (f" Notes: {n_note}." if n_note else ""), ""]
