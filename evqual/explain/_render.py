@@ -419,7 +419,7 @@ mark.span.note { background:transparent; border-bottom:2px dotted #868e96; }
 .tag.flag { background:#ffe3e3; color:#c92a2a; } .tag.note { background:#f1f3f5; color:#495057; border:1px dotted #868e96; }
 .tag.plain { background:#f8f9fa; color:#868e96; }
 .rows h3 { font-size:14px; margin:12px 0 6px; }
-.row { display:grid; grid-template-columns:1fr 1fr; gap:14px; border-top:1px solid var(--line); padding:10px 0; }
+.row { display:grid; grid-template-columns:minmax(0,1fr) minmax(0,1fr); gap:14px; border-top:1px solid var(--line); padding:10px 0; }
 details.sent { border-top:1px solid var(--line); }
 details.sent > summary { cursor:pointer; padding:6px 0; font-size:13.5px; }
 details.sent > summary .stext { color:var(--fg); }
@@ -443,6 +443,7 @@ pre.ctx { white-space:pre-wrap; word-wrap:break-word; font:13px/1.5 system-ui,-a
 mark.ctx-item { background:#fff3bf; outline:1px solid #fcc419; color:inherit; }
 .error-text { white-space:pre-wrap; font-family:ui-monospace,Menlo,Consolas,monospace; font-size:13px; margin:8px 0 0; }
 .none { color:var(--muted); font-style:italic; }
+.card, .card * { overflow-wrap:anywhere; }
 @media print { .filters { display:none; } .card { break-inside:avoid; } details { display:block; } }
 """
 
