@@ -610,7 +610,7 @@ def cmd_explain(args) -> int:
     import warnings
 
     from .errors import EvqualDataError
-    from .explain import render_html, render_markdown
+    from .explain import iter_html, iter_markdown
     from .scoring import StreamAborted, parse_results, score_file
 
     if not args.html and not args.markdown:
@@ -661,9 +661,10 @@ def cmd_explain(args) -> int:
             print(f"evqual explain: line {d.get('line')}: {d.get('error')}", file=sys.stderr)
 
         results = parse_results(buf.getvalue().split("\n"), on_error=on_error)
-    for target, render in ((args.html, render_html), (args.markdown, render_markdown)):
+    for target, render in ((args.html, iter_html), (args.markdown, iter_markdown)):
         if target:
-            text = render(results, title=args.title, errors=errors, sort=args.sort)
+            # written one card at a time: a report of thousands of answers is never held whole in memory
+            pieces = render(results, title=args.title, errors=errors, sort=args.sort)
             try:
                 Path(target).parent.mkdir(parents=True, exist_ok=True)
                 fh = open(target, "w", encoding="utf-8")
@@ -672,7 +673,8 @@ def cmd_explain(args) -> int:
                 return EXIT_USAGE
             try:
                 with fh:
-                    fh.write(text)
+                    for piece in pieces:
+                        fh.write(piece)
             except OSError as exc:  # a full disk: the report is incomplete
                 print(f"evqual explain: error: stopped: cannot write {target}: {_why(exc)}", file=sys.stderr)
                 return EXIT_IO

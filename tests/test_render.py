@@ -803,3 +803,19 @@ def _sorted_like(results, sort):
     from evqual.explain._render import _sorted
 
     return [r for _, r in _sorted(results, sort)]
+
+
+def test_iter_pieces_join_to_the_report_and_bad_sort_writes_nothing(tmp_path, results):
+    from evqual.explain import iter_html, iter_markdown
+
+    rs = [*results, _noted_show_result()]
+    for sort in ("input", "risk"):
+        assert "".join(iter_html(rs, errors=ERRORS, sort=sort)) == render_html(rs, errors=ERRORS, sort=sort)
+        assert "".join(iter_markdown(rs, errors=ERRORS, sort=sort)) == render_markdown(rs, errors=ERRORS, sort=sort)
+    path = write_report(rs, tmp_path / "r.md", errors=ERRORS, sort="risk")
+    assert path.read_text(encoding="utf-8") == render_markdown(rs, errors=ERRORS, sort="risk")
+    with pytest.raises(ValueError, match="unknown sort"):
+        iter_html(rs, sort="size")
+    with pytest.raises(ValueError, match="unknown sort"):
+        write_report(rs, tmp_path / "bad.html", sort="size")
+    assert not (tmp_path / "bad.html").exists()

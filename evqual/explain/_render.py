@@ -53,7 +53,7 @@ from pathlib import Path
 from .._markdown import md_cell as _md_cell, md_code as _md_code, md_inline as _md_inline, md_text as _md_text
 from ..results import DECISIONS, ScoreResult
 
-__all__ = ["SORTS", "render_html", "render_markdown", "write_report"]
+__all__ = ["SORTS", "iter_html", "iter_markdown", "render_html", "render_markdown", "write_report"]
 
 #: Orders of the cards: ``"input"`` (as given) or ``"risk"`` (high to low).
 SORTS = ("input", "risk")
@@ -793,8 +793,25 @@ def render_html(results, *, title: str = "evqual report", errors=(), sort: str =
     >>> page.startswith("<!DOCTYPE html>") and "No results." in page
     True
     """
+    return "".join(iter_html(results, title=title, errors=errors, sort=sort))
+
+
+def iter_html(results, *, title: str = "evqual report", errors=(), sort: str = "input"):
+    """The page of :func:`render_html` in pieces (``"".join`` gives it), one card at a time.
+
+    For writing a report of many answers without holding it whole in memory.
+
+    Examples
+    --------
+    >>> "".join(iter_html([])) == render_html([])
+    True
+    """
     results, errs = _as_records(results, errors)
-    pairs = _sorted(results, sort)
+    pairs = _sorted(results, sort)  # checked now, not at the first piece
+    return _html_pieces(results, errs, pairs, title, sort)
+
+
+def _html_pieces(results, errs, pairs, title, sort):
     counts = Counter(r.decision for r in results)
     decisions = _decision_order(results)
     topics = sorted({t for r in results for t in _topic_tokens(r)})
@@ -827,15 +844,12 @@ def render_html(results, *, title: str = "evqual report", errors=(), sort: str =
         f'<option value="{v}"{" selected" if v == {"input": "input", "risk": "risk-desc"}[sort] else ""}>{t}</option>'
         for v, t in (("input", "input order"), ("risk-desc", "risk high → low"), ("risk-asc", "risk low → high"))
     )
-    cards = [_html_card(r, k) for k, r in pairs]
-    cards += [_html_error_card(e, len(results) + k) for k, e in enumerate(errs)]
-    body = "\n".join(cards) if cards else '<p class="none">No results.</p>'
+    n_cards = len(results) + len(errs)
     legend = ('<p class="legend">Red marks (wavy underline, orange highlight) appear only in answers the policy '
               'does not show; in a shown answer the sentences that would have been flagged and the predicted '
               'spans are notes (dotted, grey). Unflagged sentences and the full context are collapsed: click '
               'to open.</p>')
-
-    return (
+    head = (
         "<!DOCTYPE html>\n"
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n'
@@ -849,13 +863,18 @@ def render_html(results, *, title: str = "evqual report", errors=(), sort: str =
         f'<label for="f-decision">Decision<select id="f-decision">{dec_opts}</select></label>'
         f'<label for="f-topic">Topic<select id="f-topic">{topic_opts}</select></label>'
         f'<label for="f-sort">Sort<select id="f-sort">{sort_opts}</select></label>'
-        f'<span class="shown" id="shown">{len(cards)} of {len(cards)} shown</span>'
+        f'<span class="shown" id="shown">{n_cards} of {n_cards} shown</span>'
         "</div>\n"
-        f'<div id="cards">\n{body}\n</div>\n'
-        "</main>\n"
-        f"<script>{_JS}</script>\n"
-        "</body>\n</html>\n"
+        '<div id="cards">\n'
     )
+    yield head
+    if not n_cards:
+        yield '<p class="none">No results.</p>'
+    for n, (k, r) in enumerate(pairs):
+        yield ("\n" if n else "") + _html_card(r, k)
+    for k, e in enumerate(errs):
+        yield ("\n" if k or results else "") + _html_error_card(e, len(results) + k)
+    yield f'\n</div>\n</main>\n<script>{_JS}</script>\n</body>\n</html>\n'
 
 
 # ---------------------------------------------------------------- markdown
@@ -1044,8 +1063,23 @@ def render_markdown(results, *, title: str = "evqual report", errors=(), sort: s
     No results.
     <BLANKLINE>
     """
+    return "".join(iter_markdown(results, title=title, errors=errors, sort=sort))
+
+
+def iter_markdown(results, *, title: str = "evqual report", errors=(), sort: str = "input"):
+    """The text of :func:`render_markdown` in pieces (``"".join`` gives it), one answer at a time.
+
+    Examples
+    --------
+    >>> "".join(iter_markdown([])) == render_markdown([])
+    True
+    """
     results, errs = _as_records(results, errors)
-    pairs = _sorted(results, sort)
+    pairs = _sorted(results, sort)  # checked now, not at the first piece
+    return _md_pieces(results, errs, pairs, title)
+
+
+def _md_pieces(results, errs, pairs, title):
     counts = Counter(r.decision for r in results)
     out = [f"# {_md_inline(title)}", ""]
     model = _model_line(results)
@@ -1066,9 +1100,9 @@ def render_markdown(results, *, title: str = "evqual report", errors=(), sort: s
         out += ["No results.", ""]
     if errs:
         out.append(_md_errors(errs))
+    yield "\n".join(out)
     for _, r in pairs:
-        out.append(_md_section(r))
-    return "\n".join(out)
+        yield "\n" + _md_section(r)
 
 
 # ---------------------------------------------------------------- file
@@ -1116,7 +1150,8 @@ def write_report(results, path, *, fmt: str | None = None, title: str = "evqual 
         kind = {"html": "html", "htm": "html", "markdown": "markdown", "md": "markdown"}.get(str(fmt).lower())
         if kind is None:
             raise ValueError(f"unknown report format {fmt!r}: use 'html' or 'markdown'")
-    render = render_html if kind == "html" else render_markdown
-    text = render(results, title=title, errors=errors, sort=sort)
-    path.write_text(text, encoding="utf-8")
+    pieces = (iter_html if kind == "html" else iter_markdown)(results, title=title, errors=errors, sort=sort)
+    with open(path, "w", encoding="utf-8") as fh:
+        for piece in pieces:
+            fh.write(piece)
     return path
