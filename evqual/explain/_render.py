@@ -101,11 +101,6 @@ def _as_records(results, errors=()) -> tuple[list[ScoreResult], list[dict]]:
     return out, errs
 
 
-def _as_results(results) -> list[ScoreResult]:
-    """A list of :class:`ScoreResult` from one result, results or their dicts."""
-    return _as_records(results)[0]
-
-
 def _sorted(results: list[ScoreResult], sort: str) -> list[tuple[int, ScoreResult]]:
     """``(input index, result)`` in the order ``sort`` asks for (risk: high to low, unknown risk last)."""
     if sort not in SORTS:
