@@ -221,16 +221,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     xp = sub.add_parser(
         "explain", help="write an auditor's report (HTML and/or markdown) of scored answers",
-        description=("Render a self-contained report, one card per answer: risk and decision, the answer with "
-                     "flagged spans highlighted, each flag's reasons beside its evidence chunk, filters by "
-                     "decision and topic. IN.jsonl is either the output of `evqual score` or raw answers "
-                     "(then scored first with --model and --policy)."))
+        description=("Render a self-contained report, one card per answer: risk, decision and the rule that "
+                     "decided, both thresholds explained, the gold/user label against the decision, the answer "
+                     "with flagged sentences and spans marked (notes in shown answers), every sentence's reasons "
+                     "beside the evidence they name, the full context; filters by decision and topic, sorting "
+                     "by risk. Lines that could not be scored get their own cards. IN.jsonl is either the "
+                     "output of `evqual score` or raw answers (then scored first with --model and --policy)."))
     xp.add_argument("input", metavar="IN.jsonl", help="`evqual score` output, or answers to score")
     xp.add_argument("--html", metavar="FILE", help="write the HTML report here")
     xp.add_argument("--markdown", metavar="FILE", help="write the markdown report here")
     _add_model_options(xp, "model for raw answers (default: models/default)")
     xp.add_argument("--policy", metavar="FILE", help="decision policy TOML for raw answers")
     xp.add_argument("--title", default="evqual report", help="report title")
+    xp.add_argument("--sort", choices=("input", "risk"), default="input",
+                    help="order of the answers: input order (default) or risk high to low")
     _add_limit_options(xp)
     xp.set_defaults(func=cmd_explain)
 
@@ -634,8 +638,8 @@ def cmd_explain(args) -> int:
     import warnings
 
     from .errors import EvqualDataError
-    from .explain import render_html, render_markdown
-    from .scoring import StreamAborted, parse_results, read_results, score_file
+    from .explain import iter_html, iter_markdown
+    from .scoring import StreamAborted, parse_results, score_file
 
     if not args.html and not args.markdown:
         print("evqual explain: error: give --html FILE and/or --markdown FILE", file=sys.stderr)
@@ -658,9 +662,11 @@ def cmd_explain(args) -> int:
                 is_results = isinstance(first, dict) and ("decision" in first or "error" in first)
                 break
     n_bad = 0
+    errors: list = []
     if is_results:
         try:
-            results = read_results(src)
+            with open(src, encoding="utf-8") as fh:
+                results = parse_results(fh, str(src), on_error=errors.append)
         except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
             print(f"evqual explain: error: {src}: not an `evqual score` output: {exc}", file=sys.stderr)
             return EXIT_USAGE
@@ -678,11 +684,15 @@ def cmd_explain(args) -> int:
             return EXIT_IO
         # one record per "\n": a line may hold U+2028, U+2029 or U+0085 inside its strings (str.splitlines
         # would cut there)
-        results = parse_results(buf.getvalue().split("\n"), on_error=lambda d: print(
-            f"evqual explain: line {d['line']}: {d['error']}", file=sys.stderr))
-    for target, render in ((args.html, render_html), (args.markdown, render_markdown)):
+        def on_error(d):
+            errors.append(d)
+            print(f"evqual explain: line {d.get('line')}: {d.get('error')}", file=sys.stderr)
+
+        results = parse_results(buf.getvalue().split("\n"), on_error=on_error)
+    for target, render in ((args.html, iter_html), (args.markdown, iter_markdown)):
         if target:
-            text = render(results, title=args.title)
+            # written one card at a time: a report of thousands of answers is never held whole in memory
+            pieces = render(results, title=args.title, errors=errors, sort=args.sort)
             try:
                 Path(target).parent.mkdir(parents=True, exist_ok=True)
                 fh = open(target, "w", encoding="utf-8")
@@ -691,11 +701,13 @@ def cmd_explain(args) -> int:
                 return EXIT_USAGE
             try:
                 with fh:
-                    fh.write(text)
+                    for piece in pieces:
+                        fh.write(piece)
             except OSError as exc:  # a full disk: the report is incomplete
                 print(f"evqual explain: error: stopped: cannot write {target}: {_why(exc)}", file=sys.stderr)
                 return EXIT_IO
-            print(f"evqual explain: {_count(len(results), 'answer')}; wrote {target}", file=sys.stderr)
+            not_scored = f", {_count(len(errors), 'line')} not scored" if errors else ""
+            print(f"evqual explain: {_count(len(results), 'answer')}{not_scored}; wrote {target}", file=sys.stderr)
     return EXIT_DATA if n_bad else EXIT_OK
 
 

@@ -223,12 +223,12 @@ def test_cli_explain_html_and_markdown(tmp_path):
     html, md = tmp_path / "r.html", tmp_path / "r.md"
     assert main(["explain", str(out), "--html", str(html), "--markdown", str(md)]) == 0
     page = html.read_text()
-    assert page.count('<article class="card"') == 2 and "Joseph Strauss" in page
+    assert page.count('<article class="card c-') == 2 and "Joseph Strauss" in page
     assert "## a" in md.read_text()
     # raw answers are scored first
     html2 = tmp_path / "r2.html"
     assert main(["explain", str(src), "--html", str(html2)]) == 0
-    assert html2.read_text().count('<article class="card"') == 2
+    assert html2.read_text().count('<article class="card c-') == 2
     assert main(["explain", str(src)]) == 2
 
 
