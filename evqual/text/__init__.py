@@ -8,6 +8,7 @@ from ._entities import (
     RegexEntityExtractor,
     SpacyEntityExtractor,
     make_entity_extractor,
+    require_spacy,
     spacy_available,
 )
 from ._lexicon import ANTONYM_PAIRS, MONTHS, NUMBER_WORDS, QUANTIFIER_SWAPS, US_STATES, WEEKDAYS, antonyms_of
@@ -38,6 +39,7 @@ __all__ = [
     "extract_numbers",
     "make_entity_extractor",
     "normalize_number",
+    "require_spacy",
     "spacy_available",
     "split_sentences",
     "token_spans",
