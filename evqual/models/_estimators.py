@@ -134,7 +134,7 @@ def decode_vocabulary(data, offsets) -> dict:
     >>> decode_vocabulary(np.frombuffer(b"ab", dtype=np.uint8), np.array([0, 1, 1]))
     Traceback (most recent call last):
     ...
-    ValueError: vocabulary_offsets_ must be a 1-D int64 array
+    ValueError: vocabulary_offsets_ must run from 0 to the length of vocabulary_utf8_ without decreasing
     """
     if type(data) is not np.ndarray or data.dtype != np.uint8 or data.ndim != 1:
         raise ValueError("vocabulary_utf8_ must be a 1-D uint8 array")
