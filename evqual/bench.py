@@ -287,7 +287,9 @@ def bench_startup(model=None, *, repeat: int = 10, load_repeat: int = 5) -> dict
             "load_repeat": load_repeat, "python_s": round(med(python), 3), "version_s": round(med(version), 3),
             "import_s": round(med(r["import"] for r in runs), 3), "load_s": round(med(r["load"] for r in runs), 3),
             "import_and_load_s": round(med(r["import"] + r["load"] for r in runs), 3),
-            "cpu_count": os.cpu_count(), "python": platform.python_version()}
+            "cpu_count": os.cpu_count(), "python": platform.python_version(),
+            # other processes slow every number down; the 1-minute load average when the run ended says how much
+            "load_average_1min": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None}
 
 
 # ---------------------------------------------------------------- synthetic inputs of any size
