@@ -1061,6 +1061,9 @@ def _check_structure(model, fresh, name, fail) -> None:
                                             f"{type(got.get(key)).__name__}")
 
 
+_LEAVES = frozenset({str, int, float, bool, bytes, type(None), np.float64, np.int64, np.bool_})
+
+
 def _check_trees(det, model_path: Path) -> None:
     """Every tree in the detector must be safe to walk: indices in range, children after their parent.
 
@@ -1116,16 +1119,17 @@ def _check_trees(det, model_path: Path) -> None:
                     raise fail(f"{where}.estimators_[{i}]", f"must be a decision tree over {n} features")
         if isinstance(obj, BaseHistGradientBoosting) and "_predictors" in vars(obj):
             _check_hgb(obj, n_features(obj, where), where, fail, checked)
-        # children
+        # children; plain scalars (exactly these types) hold nothing and are not walked (a 50,000-term
+        # vocabulary is one dict of str to int)
         if isinstance(obj, dict):
-            stack.extend((v, f"{where}[{k!r}]") for k, v in obj.items())
+            stack.extend((v, f"{where}[{k!r}]") for k, v in obj.items() if type(v) not in _LEAVES)
         elif isinstance(obj, (list, tuple)):
-            stack.extend((v, f"{where}[{i}]") for i, v in enumerate(obj))
+            stack.extend((v, f"{where}[{i}]") for i, v in enumerate(obj) if type(v) not in _LEAVES)
         elif isinstance(obj, np.ndarray):
             if obj.dtype == object:
-                stack.extend((v, f"{where}[{i}]") for i, v in enumerate(obj.ravel()))
+                stack.extend((v, f"{where}[{i}]") for i, v in enumerate(obj.ravel()) if type(v) not in _LEAVES)
         elif hasattr(obj, "__dict__") and type(obj).__module__.split(".")[0] in ("evqual", "sklearn"):
-            stack.extend((v, f"{where}.{k}") for k, v in vars(obj).items())
+            stack.extend((v, f"{where}.{k}") for k, v in vars(obj).items() if type(v) not in _LEAVES)
     loose = [w for i, w in seen_trees.items() if i not in checked]
     if loose:
         raise fail(loose[0], "a tree outside the estimator that owns it")
