@@ -13,6 +13,7 @@ disk, a closed pipe; what was written before is complete and valid).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -20,6 +21,16 @@ from ._version import __version__
 from .errors import EvqualDataError, MissingDependencyError, ResponseLevelFallbackWarning
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_IO = 0, 1, 2, 3
+
+# Choices and defaults of the options, as literals: building the parser (``evqual --version``, ``--help``)
+# must not import scikit-learn, pandas or numpy.  tests/test_cli.py checks that they equal the library's
+# (evqual.models.CALIBRATIONS, THRESHOLD_RULES, evqual.data.DEFAULT_LIMITS, AUGMENT_VERSIONS, ...).
+CALIBRATIONS = ("sigmoid", "isotonic", "none")
+THRESHOLD_RULES = ("f1", "seed002")
+AUGMENT_VERSIONS = ("contrastive.v1",)
+ENTITY_BACKENDS = ("regex", "spacy")
+DEFAULT_MAX_OUTPUT_CHARS = 1_000_000
+DEFAULT_MAX_CONTEXT_CHARS = 10_000_000
 
 
 def _to_csv(df, out) -> None:
@@ -31,14 +42,12 @@ def _to_csv(df, out) -> None:
 
 def _add_limit_options(parser) -> None:
     """--max-output-chars and --max-context-chars, shared by every command that reads answers."""
-    from .data import DEFAULT_LIMITS
-
-    parser.add_argument("--max-output-chars", type=int, default=DEFAULT_LIMITS.max_output_chars, metavar="N",
+    parser.add_argument("--max-output-chars", type=int, default=DEFAULT_MAX_OUTPUT_CHARS, metavar="N",
                         help=f"refuse (as a bad row) answers longer than N characters "
-                             f"(default {DEFAULT_LIMITS.max_output_chars:,}; 0 = no limit)")
-    parser.add_argument("--max-context-chars", type=int, default=DEFAULT_LIMITS.max_context_chars, metavar="N",
+                             f"(default {DEFAULT_MAX_OUTPUT_CHARS:,}; 0 = no limit)")
+    parser.add_argument("--max-context-chars", type=int, default=DEFAULT_MAX_CONTEXT_CHARS, metavar="N",
                         help=f"refuse (as a bad row) contexts longer than N characters "
-                             f"(default {DEFAULT_LIMITS.max_context_chars:,}; 0 = no limit)")
+                             f"(default {DEFAULT_MAX_CONTEXT_CHARS:,}; 0 = no limit)")
 
 
 def _limits(args, command):
@@ -84,20 +93,48 @@ def _load_model(args, command):
 
     try:
         return load_detector(Path(args.model) if args.model else default_model_path(), sha256=args.model_sha256)
-    except ModelLoadError as exc:
+    except (ModelLoadError, MissingDependencyError) as exc:
         print(f"evqual {command}: error: cannot load model: {' '.join(str(exc).split())}", file=sys.stderr)
         return None
 
 
+def _has_module(name: str) -> bool:
+    """Whether ``name`` can be imported (without importing it)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # set to None in sys.modules, a broken package
+        return False
+
+
+def _dependencies_ok(command: str, *, parquet=(), entity_backend: str = "regex") -> bool:
+    """Check, before any data is read, the optional packages the command will need: pyarrow for each
+    ``.parquet`` path of ``parquet``, spaCy and its pipeline for ``entity_backend="spacy"``.
+    ``False`` after printing the error with both install commands."""
+    for path in parquet:
+        if path and Path(path).suffix.lower() == ".parquet" and not _has_module("pyarrow"):
+            exc = MissingDependencyError(f"{path}: parquet", "parquet", "pyarrow")
+            print(f"evqual {command}: error: {exc}", file=sys.stderr)
+            return False
+    if entity_backend == "spacy":
+        from .text import require_spacy
+
+        try:
+            require_spacy("--entity-backend spacy")
+        except MissingDependencyError as exc:
+            print(f"evqual {command}: error: {exc}", file=sys.stderr)
+            return False
+    return True
+
+
 def _add_fit_options(parser) -> None:
     """--calibration and --threshold-rule, shared by `evaluate` and `train`."""
-    from .models import CALIBRATIONS, THRESHOLD_RULES
-
     parser.add_argument("--calibration", choices=CALIBRATIONS, default="sigmoid",
                         help="calibration of the scores on the validation part (default sigmoid)")
     parser.add_argument("--threshold-rule", choices=THRESHOLD_RULES, default="f1",
                         help="f1: maximise validation F1 (seed 004); seed002: seed 002's rule on 0.20..0.80")
-    parser.add_argument("--augment", choices=("contrastive.v1",), default=None,
+    parser.add_argument("--augment", choices=AUGMENT_VERSIONS, default=None,
                         help="add minimally edited hallucinations of the fitting rows' grounded answers to the "
                              "fitting side only (evqual.data.augment_contrastive; default: none)")
     parser.add_argument("--no-evidence-floor", action="store_true",
@@ -129,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     fz.add_argument("--out", required=True, metavar="FILE", help="output file, .csv or .parquet")
     fz.add_argument("--level", choices=["response", "sentence"], default="response",
                     help="one row per response (default) or per output sentence")
-    fz.add_argument("--entity-backend", choices=["regex", "spacy"], default="regex",
+    fz.add_argument("--entity-backend", choices=ENTITY_BACKENDS, default="regex",
                     help="entity extractor: regex (default) or spacy (needs the 'ner' extra)")
     fz.add_argument("--metadata", action="store_true",
                     help="add the opt-in metadata features (generator, quality, temperature)")
@@ -168,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--method", default="evqual", help="method name (default evqual)")
     tr.add_argument("--out", required=True, metavar="DIR", help="model folder to write, e.g. models/evqual")
     _add_fit_options(tr)
-    tr.add_argument("--entity-backend", choices=["regex", "spacy"], default="regex")
+    tr.add_argument("--entity-backend", choices=ENTITY_BACKENDS, default="regex")
     tr.add_argument("--metrics", metavar="FILE", help="a metrics.json to record in meta.json")
     tr.add_argument("--validation-split", metavar="NAME", default="test",
                     help="draw the calibration/threshold part from rows of this split when present "
@@ -261,6 +298,8 @@ def cmd_featurize(args) -> int:
     if out.suffix.lower() not in (".csv", ".parquet"):
         print(f"evqual featurize: error: --out must end in .csv or .parquet; got {out.name!r}", file=sys.stderr)
         return EXIT_USAGE
+    if not _dependencies_ok("featurize", parquet=(args.out, args.data), entity_backend=args.entity_backend):
+        return EXIT_USAGE
     families = [f.strip() for f in args.families.split(",") if f.strip()] if args.families else None
     fz = EvidenceFeaturizer(level=args.level, families=families, include_metadata=args.metadata,
                             entity_backend=args.entity_backend)
@@ -300,8 +339,8 @@ def cmd_featurize(args) -> int:
         if out.suffix.lower() == ".parquet":
             try:
                 df.to_parquet(out, index=False)
-            except ImportError:
-                print('evqual featurize: error: writing parquet needs pyarrow: pip install "evqual[parquet]"',
+            except ImportError:  # checked before featurizing; kept for a pyarrow that fails to import
+                print(f"evqual featurize: error: {MissingDependencyError('writing parquet', 'parquet', 'pyarrow')}",
                       file=sys.stderr)
                 return EXIT_USAGE
         else:
@@ -373,7 +412,7 @@ def cmd_evaluate(args) -> int:
 
     from .evaluation import build_frame, evaluate, write_report
 
-    if not _check_method(args.method):
+    if not _check_method(args.method) or not _dependencies_ok("evaluate", parquet=(args.data,)):
         return EXIT_USAGE
     if args.folds < 2:
         print("evqual evaluate: error: --folds must be at least 2", file=sys.stderr)
@@ -416,7 +455,8 @@ def cmd_train(args) -> int:
 
     from .models import fit_detector, save_detector, training_data_info
 
-    if not _check_method(args.method):
+    if not _check_method(args.method) or \
+            not _dependencies_ok("train", parquet=(args.data,), entity_backend=args.entity_backend):
         return EXIT_USAGE
     try:
         result, label = _load(args.data)
@@ -468,6 +508,8 @@ def cmd_reproduce(args) -> int:
         print("evqual reproduce: error: --protocols takes cv5 and/or official", file=sys.stderr)
         return EXIT_USAGE
     path = args.data or str(default_ragtruth_path())
+    if not _dependencies_ok("reproduce", parquet=(path,)):
+        return EXIT_USAGE
     try:
         result, label = _load(path)
     except EvqualDataError as exc:
@@ -485,6 +527,8 @@ def cmd_predict(args) -> int:
     out = Path(args.out)
     if out.suffix.lower() not in (".csv", ".jsonl"):
         print(f"evqual predict: error: --out must end in .csv or .jsonl; got {out.name!r}", file=sys.stderr)
+        return EXIT_USAGE
+    if not _dependencies_ok("predict", parquet=(args.data,)):
         return EXIT_USAGE
     det = _load_model(args, "predict")
     if det is None:
@@ -734,6 +778,23 @@ def _count(n: int, noun: str) -> str:
 
 
 def main(argv=None) -> int:
+    """Run the command line; the exit status (3 when standard output was closed early, as by ``| head``)."""
+    try:
+        status = _main(argv)
+        sys.stdout.flush()  # a closed pipe shows here when the output fitted in the buffer
+        return status
+    except BrokenPipeError:
+        # the reader went away (``evqual features | head -1``): as the Python documentation recommends,
+        # point standard output at devnull so that the interpreter's last flush at exit does not fail too
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):  # a stdout that is no file (tests)
+            pass
+        return EXIT_IO
+
+
+def _main(argv=None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -129,12 +129,22 @@ class EvqualDataError(ValueError):
 
 
 class MissingDependencyError(ImportError):
-    """An optional dependency is needed for the requested feature."""
+    """An optional dependency is needed for the requested feature.
+
+    The message names the feature, the package and both install commands: from
+    PyPI (``pip install "evqual[extra]"``) and from a clone of the repository
+    (``pip install -e ".[extra]"``, run in the clone).
+
+    >>> print(MissingDependencyError("writing parquet", "parquet", "pyarrow"))
+    writing parquet needs the optional package 'pyarrow'. Install it with: pip install "evqual[parquet]" (from PyPI), or pip install -e ".[parquet]" (in a clone of the evqual repository)
+    """
 
     def __init__(self, what: str, extra: str, package: str):
+        self.extra, self.package = extra, package
         super().__init__(
             f"{what} needs the optional package '{package}'. "
-            f'Install it with: pip install "evqual[{extra}]"'
+            f'Install it with: pip install "evqual[{extra}]" (from PyPI), '
+            f'or pip install -e ".[{extra}]" (in a clone of the evqual repository)'
         )
 
 

@@ -8,6 +8,7 @@ from ._entities import (
     RegexEntityExtractor,
     SpacyEntityExtractor,
     make_entity_extractor,
+    require_spacy,
     spacy_available,
 )
 from ._language import FUNCTION_WORDS, LANGUAGE_WARNING_CODE, language_signal, language_warning
@@ -44,6 +45,7 @@ __all__ = [
     "extract_numbers",
     "make_entity_extractor",
     "normalize_number",
+    "require_spacy",
     "spacy_available",
     "split_sentences",
     "token_spans",
