@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import resource
 import time
 
-__all__ = ["bench_featurize", "bench_score", "bench_stages", "bench_fit", "bench_sizes", "synthetic_sentences",
+__all__ = ["bench_featurize", "bench_score", "bench_stages", "bench_fit", "bench_sizes", "bench_startup",
+           "synthetic_sentences",
            "tokenize_floor", "peak_rss_mb", "pin_one_core", "bench_batch"]
 
 
@@ -238,6 +240,59 @@ def bench_fit(data=None, method: str = "evqual") -> dict:
         seconds = time.perf_counter() - start
     return {"method": method, "responses": len(examples), "fit_seconds": round(seconds, 2),
             "peak_rss_mb": round(peak_rss_mb(), 1)}
+
+
+_LOAD_SCRIPT = """
+import json, sys, time
+t0 = time.perf_counter()
+from evqual.models import Detector
+t1 = time.perf_counter()
+Detector.load(sys.argv[1] if len(sys.argv) > 1 else None)
+t2 = time.perf_counter()
+print(json.dumps({"import": t1 - t0, "load": t2 - t1}))
+"""
+
+
+def bench_startup(model=None, *, repeat: int = 10, load_repeat: int = 5) -> dict:
+    """Start-up times, each the median of fresh processes: ``evqual --version``, importing
+    :mod:`evqual.models`, and :meth:`Detector.load` of ``model`` (default: models/default).
+
+    ``version_s`` is the wall time of ``python -m evqual --version`` (what the
+    ``evqual`` script runs) from spawn to exit; ``python_s`` the same for
+    ``python -c pass``, the interpreter's own floor.  ``import_s`` and
+    ``load_s`` are timed inside a fresh process: ``from evqual.models import
+    Detector`` then ``Detector.load()`` (every check of the trust model).
+
+    Examples
+    --------
+    >>> r = bench_startup(repeat=1, load_repeat=1)
+    >>> sorted(k for k in r if k.endswith("_s"))
+    ['import_and_load_s', 'import_s', 'load_s', 'python_s', 'version_s']
+    """
+    import statistics
+    import subprocess
+    import sys
+
+    def wall(argv) -> float:
+        start = time.perf_counter()
+        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return time.perf_counter() - start
+
+    python = [wall([sys.executable, "-c", "pass"]) for _ in range(repeat)]
+    version = [wall([sys.executable, "-m", "evqual", "--version"]) for _ in range(repeat)]
+    runs = []
+    argv = [sys.executable, "-c", _LOAD_SCRIPT] + ([str(model)] if model is not None else [])
+    for _ in range(load_repeat):
+        out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+        runs.append(json.loads(out.strip().splitlines()[-1]))
+    med = statistics.median
+    return {"model": str(model) if model is not None else "models/default", "repeat": repeat,
+            "load_repeat": load_repeat, "python_s": round(med(python), 3), "version_s": round(med(version), 3),
+            "import_s": round(med(r["import"] for r in runs), 3), "load_s": round(med(r["load"] for r in runs), 3),
+            "import_and_load_s": round(med(r["import"] + r["load"] for r in runs), 3),
+            "cpu_count": os.cpu_count(), "python": platform.python_version(),
+            # other processes slow every number down; the 1-minute load average when the run ended says how much
+            "load_average_1min": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None}
 
 
 # ---------------------------------------------------------------- synthetic inputs of any size

@@ -13,13 +13,24 @@ disk, a closed pipe; what was written before is complete and valid).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from ._version import __version__
-from .errors import EvqualDataError, MissingDependencyError
+from .errors import EvqualDataError, MissingDependencyError, ResponseLevelFallbackWarning
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_IO = 0, 1, 2, 3
+
+# Choices and defaults of the options, as literals: building the parser (``evqual --version``, ``--help``)
+# must not import scikit-learn, pandas or numpy.  tests/test_cli.py checks that they equal the library's
+# (evqual.models.CALIBRATIONS, THRESHOLD_RULES, evqual.data.DEFAULT_LIMITS, AUGMENT_VERSIONS, ...).
+CALIBRATIONS = ("sigmoid", "isotonic", "none")
+THRESHOLD_RULES = ("f1", "seed002")
+AUGMENT_VERSIONS = ("contrastive.v1",)
+ENTITY_BACKENDS = ("regex", "spacy")
+DEFAULT_MAX_OUTPUT_CHARS = 1_000_000
+DEFAULT_MAX_CONTEXT_CHARS = 10_000_000
 
 
 def _to_csv(df, out) -> None:
@@ -31,14 +42,12 @@ def _to_csv(df, out) -> None:
 
 def _add_limit_options(parser) -> None:
     """--max-output-chars and --max-context-chars, shared by every command that reads answers."""
-    from .data import DEFAULT_LIMITS
-
-    parser.add_argument("--max-output-chars", type=int, default=DEFAULT_LIMITS.max_output_chars, metavar="N",
+    parser.add_argument("--max-output-chars", type=int, default=DEFAULT_MAX_OUTPUT_CHARS, metavar="N",
                         help=f"refuse (as a bad row) answers longer than N characters "
-                             f"(default {DEFAULT_LIMITS.max_output_chars:,}; 0 = no limit)")
-    parser.add_argument("--max-context-chars", type=int, default=DEFAULT_LIMITS.max_context_chars, metavar="N",
+                             f"(default {DEFAULT_MAX_OUTPUT_CHARS:,}; 0 = no limit)")
+    parser.add_argument("--max-context-chars", type=int, default=DEFAULT_MAX_CONTEXT_CHARS, metavar="N",
                         help=f"refuse (as a bad row) contexts longer than N characters "
-                             f"(default {DEFAULT_LIMITS.max_context_chars:,}; 0 = no limit)")
+                             f"(default {DEFAULT_MAX_CONTEXT_CHARS:,}; 0 = no limit)")
 
 
 def _limits(args, command):
@@ -84,20 +93,48 @@ def _load_model(args, command):
 
     try:
         return load_detector(Path(args.model) if args.model else default_model_path(), sha256=args.model_sha256)
-    except ModelLoadError as exc:
+    except (ModelLoadError, MissingDependencyError) as exc:
         print(f"evqual {command}: error: cannot load model: {' '.join(str(exc).split())}", file=sys.stderr)
         return None
 
 
+def _has_module(name: str) -> bool:
+    """Whether ``name`` can be imported (without importing it)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # set to None in sys.modules, a broken package
+        return False
+
+
+def _dependencies_ok(command: str, *, parquet=(), entity_backend: str = "regex") -> bool:
+    """Check, before any data is read, the optional packages the command will need: pyarrow for each
+    ``.parquet`` path of ``parquet``, spaCy and its pipeline for ``entity_backend="spacy"``.
+    ``False`` after printing the error with both install commands."""
+    for path in parquet:
+        if path and Path(path).suffix.lower() == ".parquet" and not _has_module("pyarrow"):
+            exc = MissingDependencyError(f"{path}: parquet", "parquet", "pyarrow")
+            print(f"evqual {command}: error: {exc}", file=sys.stderr)
+            return False
+    if entity_backend == "spacy":
+        from .text import require_spacy
+
+        try:
+            require_spacy("--entity-backend spacy")
+        except MissingDependencyError as exc:
+            print(f"evqual {command}: error: {exc}", file=sys.stderr)
+            return False
+    return True
+
+
 def _add_fit_options(parser) -> None:
     """--calibration and --threshold-rule, shared by `evaluate` and `train`."""
-    from .models import CALIBRATIONS, THRESHOLD_RULES
-
     parser.add_argument("--calibration", choices=CALIBRATIONS, default="sigmoid",
                         help="calibration of the scores on the validation part (default sigmoid)")
     parser.add_argument("--threshold-rule", choices=THRESHOLD_RULES, default="f1",
                         help="f1: maximise validation F1 (seed 004); seed002: seed 002's rule on 0.20..0.80")
-    parser.add_argument("--augment", choices=("contrastive.v1",), default=None,
+    parser.add_argument("--augment", choices=AUGMENT_VERSIONS, default=None,
                         help="add minimally edited hallucinations of the fitting rows' grounded answers to the "
                              "fitting side only (evqual.data.augment_contrastive; default: none)")
     parser.add_argument("--no-evidence-floor", action="store_true",
@@ -129,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     fz.add_argument("--out", required=True, metavar="FILE", help="output file, .csv or .parquet")
     fz.add_argument("--level", choices=["response", "sentence"], default="response",
                     help="one row per response (default) or per output sentence")
-    fz.add_argument("--entity-backend", choices=["regex", "spacy"], default="regex",
+    fz.add_argument("--entity-backend", choices=ENTITY_BACKENDS, default="regex",
                     help="entity extractor: regex (default) or spacy (needs the 'ner' extra)")
     fz.add_argument("--metadata", action="store_true",
                     help="add the opt-in metadata features (generator, quality, temperature)")
@@ -168,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--method", default="evqual", help="method name (default evqual)")
     tr.add_argument("--out", required=True, metavar="DIR", help="model folder to write, e.g. models/evqual")
     _add_fit_options(tr)
-    tr.add_argument("--entity-backend", choices=["regex", "spacy"], default="regex")
+    tr.add_argument("--entity-backend", choices=ENTITY_BACKENDS, default="regex")
     tr.add_argument("--metrics", metavar="FILE", help="a metrics.json to record in meta.json")
     tr.add_argument("--validation-split", metavar="NAME", default="test",
                     help="draw the calibration/threshold part from rows of this split when present "
@@ -205,7 +242,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "evidence, spans, model) or an error record with the line number and the reason. Exit "
                      "status 1 if any line failed, 0 otherwise, 2 on usage errors."))
     sc.add_argument("input", metavar="IN.jsonl", nargs="?",
-                    help="answers to score (default: the RAGTruth sample embedded in the package)")
+                    help="answers to score; - reads generic JSONL from standard input (default: the RAGTruth "
+                         "sample embedded in the package)")
     _add_model_options(sc, "model folder (default: the shipped models/default)")
     sc.add_argument("--out", metavar="OUT.jsonl", help="output file (default: standard output)")
     sc.add_argument("--policy", metavar="FILE", help="decision policy TOML (default: the built-in policy; see "
@@ -215,21 +253,27 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--jobs", type=int, default=1, metavar="N",
                     help="worker processes (1; 0: every core); the output is the same for every N")
     sc.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    sc.add_argument("--no-context", action="store_true",
+                    help="leave each answer's context out of its result (smaller output; reports cannot show it)")
     _add_limit_options(sc)
     sc.set_defaults(func=cmd_score)
 
     xp = sub.add_parser(
         "explain", help="write an auditor's report (HTML and/or markdown) of scored answers",
-        description=("Render a self-contained report, one card per answer: risk and decision, the answer with "
-                     "flagged spans highlighted, each flag's reasons beside its evidence chunk, filters by "
-                     "decision and topic. IN.jsonl is either the output of `evqual score` or raw answers "
-                     "(then scored first with --model and --policy)."))
+        description=("Render a self-contained report, one card per answer: risk, decision and the rule that "
+                     "decided, both thresholds explained, the gold/user label against the decision, the answer "
+                     "with flagged sentences and spans marked (notes in shown answers), every sentence's reasons "
+                     "beside the evidence they name, the full context; filters by decision and topic, sorting "
+                     "by risk. Lines that could not be scored get their own cards. IN.jsonl is either the "
+                     "output of `evqual score` or raw answers (then scored first with --model and --policy)."))
     xp.add_argument("input", metavar="IN.jsonl", help="`evqual score` output, or answers to score")
     xp.add_argument("--html", metavar="FILE", help="write the HTML report here")
     xp.add_argument("--markdown", metavar="FILE", help="write the markdown report here")
     _add_model_options(xp, "model for raw answers (default: models/default)")
     xp.add_argument("--policy", metavar="FILE", help="decision policy TOML for raw answers")
     xp.add_argument("--title", default="evqual report", help="report title")
+    xp.add_argument("--sort", choices=("input", "risk"), default="input",
+                    help="order of the answers: input order (default) or risk high to low")
     _add_limit_options(xp)
     xp.set_defaults(func=cmd_explain)
 
@@ -255,6 +299,8 @@ def cmd_featurize(args) -> int:
     out = Path(args.out)
     if out.suffix.lower() not in (".csv", ".parquet"):
         print(f"evqual featurize: error: --out must end in .csv or .parquet; got {out.name!r}", file=sys.stderr)
+        return EXIT_USAGE
+    if not _dependencies_ok("featurize", parquet=(args.out, args.data), entity_backend=args.entity_backend):
         return EXIT_USAGE
     families = [f.strip() for f in args.families.split(",") if f.strip()] if args.families else None
     fz = EvidenceFeaturizer(level=args.level, families=families, include_metadata=args.metadata,
@@ -295,8 +341,8 @@ def cmd_featurize(args) -> int:
         if out.suffix.lower() == ".parquet":
             try:
                 df.to_parquet(out, index=False)
-            except ImportError:
-                print('evqual featurize: error: writing parquet needs pyarrow: pip install "evqual[parquet]"',
+            except ImportError:  # checked before featurizing; kept for a pyarrow that fails to import
+                print(f"evqual featurize: error: {MissingDependencyError('writing parquet', 'parquet', 'pyarrow')}",
                       file=sys.stderr)
                 return EXIT_USAGE
         else:
@@ -368,7 +414,7 @@ def cmd_evaluate(args) -> int:
 
     from .evaluation import build_frame, evaluate, write_report
 
-    if not _check_method(args.method):
+    if not _check_method(args.method) or not _dependencies_ok("evaluate", parquet=(args.data,)):
         return EXIT_USAGE
     if args.folds < 2:
         print("evqual evaluate: error: --folds must be at least 2", file=sys.stderr)
@@ -380,14 +426,17 @@ def cmd_evaluate(args) -> int:
         return EXIT_DATA
     frame, builder, seconds = build_frame(result)
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("ignore")
+            warnings.simplefilter("always", ResponseLevelFallbackWarning)
             res = evaluate(result, method=args.method, protocol=args.protocol, frame=frame, featurize_seconds=seconds,
                            calibration=args.calibration, threshold_rule=args.threshold_rule, n_splits=args.folds,
                            augment=args.augment, builder=builder, evidence_floor=not args.no_evidence_floor)
     except ValueError as exc:
         print(f"evqual evaluate: error: {exc}", file=sys.stderr)
         return EXIT_DATA
+    finally:
+        _fallback_note(caught, "evaluate")
     write_report(res, args.out, frame=None if args.no_importance else frame, data_note=f"Data: {label}.")
     r = res.metrics["response"]
     print(f"evqual: {args.method} under {args.protocol}: F1 {r['f1']:.3f}, AUROC {r['auroc'] or 0:.3f}; "
@@ -395,12 +444,21 @@ def cmd_evaluate(args) -> int:
     return EXIT_DATA if result.issues else EXIT_OK
 
 
+def _fallback_note(caught, cmd: str) -> None:
+    """One stderr line for a response-level fallback (however many folds warned)."""
+    seen = {str(w.message) for w in caught or () if issubclass(w.category, ResponseLevelFallbackWarning)}
+    for msg in sorted(seen):
+        print(f"evqual {cmd}: note: {msg}", file=sys.stderr)
+
+
 def cmd_train(args) -> int:
     import json
+    import warnings
 
     from .models import fit_detector, save_detector, training_data_info
 
-    if not _check_method(args.method):
+    if not _check_method(args.method) or \
+            not _dependencies_ok("train", parquet=(args.data,), entity_backend=args.entity_backend):
         return EXIT_USAGE
     try:
         result, label = _load(args.data)
@@ -415,19 +473,25 @@ def cmd_train(args) -> int:
             print(f"evqual train: error: cannot read --metrics {args.metrics}: {exc}", file=sys.stderr)
             return EXIT_USAGE
     try:
-        det = fit_detector(result, method=args.method, calibration=args.calibration,
-                           threshold_rule=args.threshold_rule, entity_backend=args.entity_backend,
-                           validation_split=args.validation_split, augment=args.augment,
-                           evidence_floor=not args.no_evidence_floor)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ResponseLevelFallbackWarning)
+            det = fit_detector(result, method=args.method, calibration=args.calibration,
+                               threshold_rule=args.threshold_rule, entity_backend=args.entity_backend,
+                               validation_split=args.validation_split, augment=args.augment,
+                               evidence_floor=not args.no_evidence_floor)
     except MissingDependencyError as exc:
         print(f"evqual train: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except ValueError as exc:
         print(f"evqual train: error: {exc}", file=sys.stderr)
         return EXIT_DATA
+    for w in caught:  # other warnings as Python would show them; the fallback as one line
+        if not issubclass(w.category, ResponseLevelFallbackWarning):
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    _fallback_note(caught, "train")
     info = training_data_info(result, label, validation_split=args.validation_split)
     folder = save_detector(det, args.out, training_data=info, metrics=metrics)
-    print(f"evqual: saved {args.method} to {folder} (threshold {det.threshold_:.3f})", file=sys.stderr)
+    print(f"evqual: saved {det.method} to {folder} (threshold {det.threshold_:.3f})", file=sys.stderr)
     return EXIT_DATA if result.issues else EXIT_OK
 
 
@@ -446,6 +510,8 @@ def cmd_reproduce(args) -> int:
         print("evqual reproduce: error: --protocols takes cv5 and/or official", file=sys.stderr)
         return EXIT_USAGE
     path = args.data or str(default_ragtruth_path())
+    if not _dependencies_ok("reproduce", parquet=(path,)):
+        return EXIT_USAGE
     try:
         result, label = _load(path)
     except EvqualDataError as exc:
@@ -463,6 +529,8 @@ def cmd_predict(args) -> int:
     out = Path(args.out)
     if out.suffix.lower() not in (".csv", ".jsonl"):
         print(f"evqual predict: error: --out must end in .csv or .jsonl; got {out.name!r}", file=sys.stderr)
+        return EXIT_USAGE
+    if not _dependencies_ok("predict", parquet=(args.data,)):
         return EXIT_USAGE
     det = _load_model(args, "predict")
     if det is None:
@@ -490,7 +558,7 @@ def cmd_predict(args) -> int:
     kept = [ex for ex, _ in rows]
     df = pd.DataFrame({"id": [ex.id for ex in kept], "task_type": [ex.task_type for ex in kept],
                        "risk": risk, "threshold": det.threshold_,
-                       "flagged": [bool(r >= det.threshold_) for r in risk],
+                       "predicted": [bool(r >= det.threshold_) for r in risk],
                        "label": pd.array([ex.label for ex in kept], dtype="Int64")})
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -501,8 +569,9 @@ def cmd_predict(args) -> int:
     except OSError as exc:
         print(f"evqual predict: error: cannot write {out}: {_why(exc)}", file=sys.stderr)
         return EXIT_IO
-    print(f"evqual: {int(df['flagged'].sum())} of {len(df)} responses flagged by {det.method} "
-          f"(threshold {det.threshold_:.3f}); wrote {out}", file=sys.stderr)
+    print(f"evqual: {int(df['predicted'].sum())} of {len(df)} responses predicted hallucinated by {det.method} "
+          f"(risk >= the model threshold {det.threshold_:.3f}, the general threshold of `evqual score`'s "
+          f"default policy); wrote {out}", file=sys.stderr)
     return EXIT_DATA if result.issues or failed else EXIT_OK
 
 
@@ -544,12 +613,14 @@ def cmd_score(args) -> int:
     from .scoring import AuditLog, score_file_parallel
     from .scoring import StreamAborted, count_lines, score_file
 
-    src = Path(args.input) if args.input else sample_path() / "response.jsonl"
-    if src.is_dir():
-        src = src / "response.jsonl"
-    if not src.is_file():
-        print(f"evqual score: error: {src}: file not found", file=sys.stderr)
-        return EXIT_USAGE
+    stdin = args.input == "-"
+    src = Path(args.input) if args.input and not stdin else sample_path() / "response.jsonl"
+    if not stdin:
+        if src.is_dir():
+            src = src / "response.jsonl"
+        if not src.is_file():
+            print(f"evqual score: error: {src}: file not found", file=sys.stderr)
+            return EXIT_USAGE
     if args.batch_size < 1:
         print(f"evqual score: error: --batch-size must be >= 1; got {args.batch_size}", file=sys.stderr)
         return EXIT_USAGE
@@ -557,12 +628,16 @@ def cmd_score(args) -> int:
         print(f"evqual score: error: --jobs must be >= 1, or 0 for every core; got {args.jobs}", file=sys.stderr)
         return EXIT_USAGE
     limits = _limits(args, "score")
-    if limits is None or not _open_input(src, "score"):
+    if limits is None or (not stdin and not _open_input(src, "score")):
         return EXIT_USAGE
     scorer, status = _scorer(args, "score")
     if scorer is None:
         return status
-    progress = Progress(count_lines(src), "evqual score", enabled=False if args.no_progress else None)
+    if stdin:
+        src = sys.stdin.buffer
+        progress = None
+    else:
+        progress = Progress(count_lines(src), "evqual score", enabled=False if args.no_progress else None)
     n_ok = n_bad = 0
     try:
         with contextlib.ExitStack() as stack:
@@ -589,12 +664,14 @@ def cmd_score(args) -> int:
                 warnings.simplefilter("ignore")
                 if args.jobs == 1:
                     n_ok, n_bad = score_file(src, out, scorer, audit=audit, progress=progress,
-                                             batch_size=args.batch_size, limits=limits)
+                                             batch_size=args.batch_size, limits=limits,
+                                             include_context=not args.no_context)
                 else:
                     # fork: this process has only loaded the model (no threads, no OpenMP yet), so the
                     # workers start at once with the scorer in memory
                     n_ok, n_bad = score_file_parallel(src, out, scorer, audit=audit, progress=progress,
                                                       batch_size=args.batch_size, limits=limits, jobs=args.jobs,
+                                                      include_context=not args.no_context,
                                                       start_method="fork" if sys.platform == "linux" else None)
     except StreamAborted as exc:
         target = (args.out or "standard output") if exc.target == "output" else args.audit_log
@@ -618,8 +695,8 @@ def cmd_explain(args) -> int:
     import warnings
 
     from .errors import EvqualDataError
-    from .explain import render_html, render_markdown
-    from .scoring import StreamAborted, parse_results, read_results, score_file
+    from .explain import iter_html, iter_markdown
+    from .scoring import StreamAborted, parse_results, score_file
 
     if not args.html and not args.markdown:
         print("evqual explain: error: give --html FILE and/or --markdown FILE", file=sys.stderr)
@@ -642,9 +719,11 @@ def cmd_explain(args) -> int:
                 is_results = isinstance(first, dict) and ("decision" in first or "error" in first)
                 break
     n_bad = 0
+    errors: list = []
     if is_results:
         try:
-            results = read_results(src)
+            with open(src, encoding="utf-8") as fh:
+                results = parse_results(fh, str(src), on_error=errors.append)
         except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
             print(f"evqual explain: error: {src}: not an `evqual score` output: {exc}", file=sys.stderr)
             return EXIT_USAGE
@@ -662,11 +741,15 @@ def cmd_explain(args) -> int:
             return EXIT_IO
         # one record per "\n": a line may hold U+2028, U+2029 or U+0085 inside its strings (str.splitlines
         # would cut there)
-        results = parse_results(buf.getvalue().split("\n"), on_error=lambda d: print(
-            f"evqual explain: line {d['line']}: {d['error']}", file=sys.stderr))
-    for target, render in ((args.html, render_html), (args.markdown, render_markdown)):
+        def on_error(d):
+            errors.append(d)
+            print(f"evqual explain: line {d.get('line')}: {d.get('error')}", file=sys.stderr)
+
+        results = parse_results(buf.getvalue().split("\n"), on_error=on_error)
+    for target, render in ((args.html, iter_html), (args.markdown, iter_markdown)):
         if target:
-            text = render(results, title=args.title)
+            # written one card at a time: a report of thousands of answers is never held whole in memory
+            pieces = render(results, title=args.title, errors=errors, sort=args.sort)
             try:
                 Path(target).parent.mkdir(parents=True, exist_ok=True)
                 fh = open(target, "w", encoding="utf-8")
@@ -675,11 +758,13 @@ def cmd_explain(args) -> int:
                 return EXIT_USAGE
             try:
                 with fh:
-                    fh.write(text)
+                    for piece in pieces:
+                        fh.write(piece)
             except OSError as exc:  # a full disk: the report is incomplete
                 print(f"evqual explain: error: stopped: cannot write {target}: {_why(exc)}", file=sys.stderr)
                 return EXIT_IO
-            print(f"evqual explain: {_count(len(results), 'answer')}; wrote {target}", file=sys.stderr)
+            not_scored = f", {_count(len(errors), 'line')} not scored" if errors else ""
+            print(f"evqual explain: {_count(len(results), 'answer')}{not_scored}; wrote {target}", file=sys.stderr)
     return EXIT_DATA if n_bad else EXIT_OK
 
 
@@ -706,6 +791,23 @@ def _count(n: int, noun: str) -> str:
 
 
 def main(argv=None) -> int:
+    """Run the command line; the exit status (3 when standard output was closed early, as by ``| head``)."""
+    try:
+        status = _main(argv)
+        sys.stdout.flush()  # a closed pipe shows here when the output fitted in the buffer
+        return status
+    except BrokenPipeError:
+        # the reader went away (``evqual features | head -1``): as the Python documentation recommends,
+        # point standard output at devnull so that the interpreter's last flush at exit does not fail too
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):  # a stdout that is no file (tests)
+            pass
+        return EXIT_IO
+
+
+def _main(argv=None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

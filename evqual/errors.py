@@ -23,7 +23,11 @@ E111      a row could not be read (an internal error while validating it)
 Parameter errors raise plain :class:`ValueError` / :class:`TypeError` with
 scikit-learn's wording ("The 'level' parameter of EvidenceFeaturizer must be
 ...").  A missing optional dependency raises :class:`MissingDependencyError`
-with the ``pip install`` line that fixes it.
+with the ``pip install`` line that fixes it.  Training data too small or
+one-sided to fit, calibrate and tune a detector raises
+:class:`TrainingDataError` (a :class:`ValueError`) with the counts found and
+needed; a method that falls back to a response-level variant (labels without
+spans) warns with :class:`ResponseLevelFallbackWarning`.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ __all__ = [
     "DataIssue",
     "EvqualDataError",
     "MissingDependencyError",
+    "ResponseLevelFallbackWarning",
+    "TrainingDataError",
     "ERROR_CODES",
 ]
 
@@ -123,10 +129,36 @@ class EvqualDataError(ValueError):
 
 
 class MissingDependencyError(ImportError):
-    """An optional dependency is needed for the requested feature."""
+    """An optional dependency is needed for the requested feature.
+
+    The message names the feature, the package and both install commands: from
+    PyPI (``pip install "evqual[extra]"``) and from a clone of the repository
+    (``pip install -e ".[extra]"``, run in the clone).
+
+    >>> print(MissingDependencyError("writing parquet", "parquet", "pyarrow"))
+    writing parquet needs the optional package 'pyarrow'. Install it with: pip install "evqual[parquet]" (from PyPI), or pip install -e ".[parquet]" (in a clone of the evqual repository)
+    """
 
     def __init__(self, what: str, extra: str, package: str):
+        self.extra, self.package = extra, package
         super().__init__(
             f"{what} needs the optional package '{package}'. "
-            f'Install it with: pip install "evqual[{extra}]"'
+            f'Install it with: pip install "evqual[{extra}]" (from PyPI), '
+            f'or pip install -e ".[{extra}]" (in a clone of the evqual repository)'
         )
+
+
+class TrainingDataError(ValueError):
+    """Too little (or one-sided) labelled data to fit, calibrate and tune a detector.
+
+    The message says what was found (rows, hallucinated and grounded answers,
+    sources) and what is needed; the counts are attributes too.
+    """
+
+    def __init__(self, message: str, *, rows: int, positives: int, sources: int):
+        self.rows, self.positives, self.sources = rows, positives, sources
+        super().__init__(message)
+
+
+class ResponseLevelFallbackWarning(UserWarning):
+    """A sentence-level method was trained as its response-level variant (labels but no spans)."""

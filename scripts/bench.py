@@ -6,6 +6,7 @@
     python scripts/bench.py stages --data ../shared/data/ragtruth --json bench_stages.json
     python scripts/bench.py fit --data ../shared/data/ragtruth --json bench_fit.json
     python scripts/bench.py sizes --json docs/bench/sizes.json   # very long answers and contexts
+    python scripts/bench.py startup --json docs/bench/startup.json   # evqual --version, import, model load
     python scripts/bench.py batch --data ../shared/data/ragtruth --json docs/bench/batch.json  # 1 and 2 workers
 
 The benchmark pins itself to one CPU core and one BLAS thread (but ``batch``,
@@ -53,6 +54,12 @@ def main(argv=None) -> int:
     sz.add_argument("--cases", default=None, help="comma-separated subset of the cases (default: all)")
     sz.add_argument("--timeout", type=float, default=900.0, help="seconds after which a case is stopped")
     sz.add_argument("--max-rss-gb", type=float, default=16.0, help="resident memory at which a case is stopped")
+    su = sub.add_parser("startup", help="`evqual --version`, `import evqual.models` and Detector.load() "
+                                        "wall times (medians of fresh processes)")
+    su.add_argument("--model", default=None, help="model folder (default: models/default)")
+    su.add_argument("--json", required=True, help="where to write the result JSON")
+    su.add_argument("--repeat", type=int, default=10, help="runs of `evqual --version` (default 10)")
+    su.add_argument("--load-repeat", type=int, default=5, help="processes that import and load (default 5)")
     bt = sub.add_parser("batch", help="answers/s and start-up of batch scoring with 1 and 2 workers: "
                                       "`evqual score --jobs`, Dask and Spark (the dask/spark extras)")
     bt.add_argument("--data", default=None, help="dataset path (default: the embedded sample)")
@@ -63,7 +70,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     from evqual.bench import (SIZE_CASES, bench_batch, bench_featurize, bench_fit, bench_score, bench_sizes,
-                              bench_stages, pin_one_core)
+                              bench_stages, bench_startup, pin_one_core)
 
     if args.command == "batch":
         result = bench_batch(args.data, engines=tuple(args.engines.split(",")),
@@ -72,6 +79,8 @@ def main(argv=None) -> int:
         cases = tuple(args.cases.split(",")) if args.cases else SIZE_CASES
         result = bench_sizes(cases, timeout=args.timeout, max_rss_gb=args.max_rss_gb,
                              progress=lambda row: print(json.dumps(row), file=sys.stderr, flush=True))
+    elif args.command == "startup":
+        result = bench_startup(args.model, repeat=args.repeat, load_repeat=args.load_repeat)
     elif args.command == "fit":
         result = bench_fit(args.data, args.method)  # both cores, as `evqual train` runs
     else:

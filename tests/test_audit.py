@@ -29,7 +29,8 @@ from evqual.scoring import (
 )
 
 RECORD_KEYS = {"time", "id", "model", "threshold", "topics", "sensitive", "risk", "flagged", "decision",
-               "verify", "spans", "reason_codes", "flagged_sentences", "input_sha256", "policy"}
+               "verify", "spans", "reason_codes", "flagged_sentences", "input_sha256", "policy", "rule",
+               "note_codes", "notes", "label", "warnings"}
 TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
 
@@ -69,7 +70,7 @@ def test_record_contains_every_field(tmp_path):
                                          "reasons": ["unsupported_claim", "contradiction"],
                                          "evidence_chunk_id": "c2"}]
     assert rec["input_sha256"] == h
-    assert rec["policy"]["general_threshold"] == 0.5
+    assert rec["policy"]["general_threshold"] == "model"
     # the scored texts themselves are not stored
     assert "pregnant?" not in path.read_text(encoding="utf-8")
 
@@ -273,3 +274,19 @@ def test_crash_mid_batch_loses_at_most_the_record_in_flight(tmp_path):
     assert [r["id"] for r in records] == [str(i) for i in range(len(records))]
     assert all(len(r["spans"]) == 20 for r in records)
     assert read_audit_log(path) == records
+
+
+def test_reasons_of_unflagged_sentences_are_logged(tmp_path):
+    # issue 10: a detected wrong dose in a shown answer had `reason_codes: []` and nothing else in the log
+    from evqual.results import Reason, SentenceResult
+
+    dose = Reason("NUMBER_CONFLICT", "'2' where the evidence says '4'", {"check": "number"})
+    r = ScoreResult(id="d1", risk=0.2, flagged=False, decision="show", threshold=0.5, rule="below_threshold",
+                    sentences=(SentenceResult(0, 0, 20, "Take it every 2 hours.", 0.4, False, None, (dose,),
+                                              note=True),
+                               SentenceResult(1, 21, 30, "Rest well.", 0.0, False)), label=1)
+    with AuditLog(tmp_path / "a.jsonl", fsync=False) as log:
+        rec = log.write(r)
+    assert rec["reason_codes"] == [] and rec["flagged_sentences"] == []
+    assert rec["note_codes"] == ["NUMBER_CONFLICT"] and rec["label"] == 1 and rec["rule"] == "below_threshold"
+    assert [(n["index"], n["note"], n["reasons"]) for n in rec["notes"]] == [(0, True, ["NUMBER_CONFLICT"])]

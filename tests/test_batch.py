@@ -116,10 +116,12 @@ def test_cli_jobs_0_on_bad_lines_same_bytes_and_exit_status(tmp_path, mixed_path
     assert codes == {2: "E101", 4: "E102", 6: "E101", 7: "E108", 8: "E103", 9: "E103", 10: "E101", 11: "E103"}
 
 
-@pytest.mark.parametrize("jobs, batch_size", [(2, 1), (3, 4)])
-def test_parallel_equals_serial_whatever_the_blocks(scorer, mixed_path, jobs, batch_size):
-    serial, counts = run(score_file, mixed_path, scorer, batch_size=16, limits=LIMITS)
-    parallel, pcounts = run(score_file_parallel, mixed_path, scorer, jobs=jobs, batch_size=batch_size, limits=LIMITS)
+@pytest.mark.parametrize("jobs, batch_size, include_context", [(2, 1, True), (3, 4, False)])
+def test_parallel_equals_serial_whatever_the_blocks(scorer, mixed_path, jobs, batch_size, include_context):
+    serial, counts = run(score_file, mixed_path, scorer, batch_size=16, limits=LIMITS,
+                         include_context=include_context)
+    parallel, pcounts = run(score_file_parallel, mixed_path, scorer, jobs=jobs, batch_size=batch_size, limits=LIMITS,
+                            include_context=include_context)
     assert parallel == serial
     assert pcounts == counts == (9, 8)
 
@@ -156,10 +158,12 @@ class CrashingScorer:
     def __init__(self, scorer):
         self.scorer = scorer
 
-    def score_batch(self, items, *, policy=None, batch_size=64, limits=None):
-        if any("CRASH" in getattr(it, "output", "") for it in items):
+    score_batch = None  # not used by the file path
+
+    def score_examples(self, examples, *, policy=None, extras=None):
+        if any("CRASH" in ex.output for ex in examples):
             os._exit(3)
-        return self.scorer.score_batch(items, policy=policy, batch_size=batch_size, limits=limits)
+        return self.scorer.score_examples(examples, policy=policy, extras=extras)
 
 
 @pytest.mark.parametrize("n_lines, crash_line, batch_size", [(11, 6, 2), (40, 2, 1)])

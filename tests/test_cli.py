@@ -115,10 +115,28 @@ def test_predict_with_the_shipped_default_model(tmp_path, capsys):
     out = tmp_path / "p.csv"
     assert main(["predict", "--out", str(out)]) == 0
     df = pd.read_csv(out)
-    assert len(df) == 72 and list(df.columns) == ["id", "task_type", "risk", "threshold", "flagged", "label"]
+    assert len(df) == 72 and list(df.columns) == ["id", "task_type", "risk", "threshold", "predicted", "label"]
     assert df["risk"].between(0, 1).all()
-    assert (df["flagged"] == (df["risk"] >= df["threshold"])).all()
-    assert "flagged by evqual" in capsys.readouterr().err
+    assert (df["predicted"] == (df["risk"] >= df["threshold"])).all()
+    assert "predicted hallucinated by evqual" in capsys.readouterr().err
+
+
+def test_predict_and_score_apply_one_threshold(tmp_path, capsys):
+    # issue 10: predict flagged at the model threshold, score at the policy's; answers between were flagged by one
+    import json
+
+    assert main(["predict", "--out", str(tmp_path / "p.jsonl")]) == 0
+    assert main(["score", "--out", str(tmp_path / "s.jsonl"), "--no-progress"]) == 0
+    pred = {r["id"]: r for r in map(json.loads, (tmp_path / "p.jsonl").read_text().splitlines())}
+    scored = [json.loads(x) for x in (tmp_path / "s.jsonl").read_text().splitlines()]
+    for r in scored:
+        p = pred[r["id"]]
+        assert r["risk"] == pytest.approx(p["risk"], abs=1e-9)  # pandas writes 10 digits
+        if not r["sensitive"]:
+            assert r["threshold"] == p["threshold"]  # one source of truth: the model's tuned threshold
+            assert (r["decision"] in ("warn", "regenerate", "abstain")) <= p["predicted"]
+        else:
+            assert r["threshold"] == min(0.3, p["threshold"])
 
 
 def test_predict_jsonl_and_bad_model(tmp_path, capsys):
@@ -179,6 +197,32 @@ def test_readme_command_block_matches_every_help(capsys):
     for name, sp in sub.choices.items():
         helped = {o for a in sp._actions for o in a.option_strings if o.startswith("--") and o != "--help"}
         assert readme[name] == helped, (name, sorted(readme[name] ^ helped))
+
+
+@pytest.mark.parametrize("command", ["evaluate", "train", "reproduce"])
+def test_readme_synopsis_marks_required_and_optional_options_as_help_does(command):
+    """issue 10: `evqual train --data` is optional in --help, so it is in brackets in the README."""
+    import re
+    from pathlib import Path
+
+    from evqual.cli import build_parser
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    block = text.split("## Command line", 1)[1].split("```text", 1)[1].split("```", 1)[0]
+    lines, on = [], False
+    for line in block.splitlines():
+        if re.match(r"evqual \w+", line):
+            on = line.startswith(f"evqual {command} ")
+        if on:
+            lines.append(line.split("#")[0])
+    synopsis = " ".join(lines)
+    optional = set(re.findall(r"\[(--[a-z][a-z0-9-]*)", synopsis))
+    required = set(re.findall(r"(?<!\[)(--[a-z][a-z0-9-]*)", synopsis))
+    sub = next(a for a in build_parser()._actions if a.dest == "command").choices[command]
+    want_required = {o for a in sub._actions if a.required for o in a.option_strings}
+    want_optional = {o for a in sub._actions if not a.required for o in a.option_strings
+                     if o.startswith("--") and o != "--help"}
+    assert (required, optional) == (want_required, want_optional)
 
 
 def test_help_prints_single_percent_signs_and_counts_agree_in_number(tmp_path, capsys):

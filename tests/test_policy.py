@@ -118,7 +118,9 @@ def test_topic_rejects_bad_terms(terms):
 
 def test_threshold_for():
     policy = Policy()
-    assert policy.threshold_for(()) == 0.5
+    assert policy.threshold_for(()) == 0.5  # follows the model; 0.5 without a model threshold
+    assert policy.threshold_for((), 0.53) == 0.53 and policy.threshold_for(("labour",), 0.53) == 0.3
+    assert policy.threshold_for(("labour",), 0.2) == 0.2  # sensitive is never looser than general
     assert policy.threshold_for(("labour",)) == 0.3
     assert Policy(general_threshold=0.6, sensitive_threshold=0.2).threshold_for(("healthcare",)) == 0.2
 
@@ -127,11 +129,15 @@ def test_sensitive_threshold_flags_lower_risk():
     policy = Policy(escalate_band=None)
     general = policy.decide(0.4)
     sensitive = policy.decide(0.4, ("healthcare",))
-    assert general == Decision("show", flagged=False, threshold=0.5, verify=False, sensitive=False)
-    assert sensitive == Decision("escalate", flagged=True, threshold=0.3, verify=True, sensitive=True)
+    assert general == Decision("show", flagged=False, threshold=0.5, verify=False, sensitive=False,
+                               rule="below_threshold")
+    assert sensitive == Decision("escalate", flagged=True, threshold=0.3, verify=True, sensitive=True,
+                                 rule="sensitive_topic")
     no_escalation = Policy(escalate_band=None, escalate_sensitive=False)
     assert no_escalation.decide(0.4, ("healthcare",)).decision == "warn"
-    assert Policy().decide(0.4).flagged is False
+    assert Policy(escalate_band=None).decide(0.4).flagged is False
+    assert Policy().decide(0.4).flagged is True  # escalated: flagged means "not shown"
+    assert Policy().decide(0.3).flagged is False
     assert Policy().decide(0.4, ("migration",)).flagged is True
 
 
@@ -143,8 +149,8 @@ def test_sensitive_threshold_flags_lower_risk():
         (0.5, "warn", True),  # exactly at the threshold: flagged
         (0.7499, "warn", True),
         (0.75, "regenerate", True),  # exactly at regenerate_at
-        (0.8999, "regenerate", True),
-        (0.9, "abstain", True),  # exactly at abstain_at
+        (0.8499, "regenerate", True),
+        (0.85, "abstain", True),  # exactly at abstain_at
         (1.0, "abstain", True),
     ],
 )
@@ -168,7 +174,7 @@ def test_band_boundaries_sensitive(risk, decision):
     ("risk", "decision", "flagged"),
     [
         (0.3499, "show", False),
-        (0.35, "escalate", False),  # low end of the band is inside
+        (0.35, "escalate", True),  # low end of the band is inside; escalated answers are flagged
         (0.5, "escalate", True),
         (0.6499, "escalate", True),
         (0.65, "warn", True),  # high end is outside
@@ -189,12 +195,15 @@ def test_escalate_band_takes_precedence_even_over_abstain():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"general_threshold": 1.5}, "general_threshold must be in [0, 1]; got 1.5"),
+        ({"general_threshold": 1.5}, "general_threshold must be in [0, 1] or None; got 1.5"),
+        ({"general_threshold": "model"}, "general_threshold must be in [0, 1] or None; got 'model'"),
         ({"sensitive_threshold": -0.1}, "sensitive_threshold must be in [0, 1]; got -0.1"),
         ({"regenerate_at": "high"}, "regenerate_at must be in [0, 1]; got 'high'"),
         ({"abstain_at": True}, "abstain_at must be in [0, 1]; got True"),
-        ({"sensitive_threshold": 0.6}, "sensitive_threshold must be <= general_threshold"),
-        ({"regenerate_at": 0.95}, "regenerate_at must be <= abstain_at; got 0.95 > 0.9"),
+        ({"general_threshold": 0.5, "sensitive_threshold": 0.6}, "sensitive_threshold must be <= general_threshold"),
+        ({"regenerate_at": 0.95}, "regenerate_at must be <= abstain_at; got 0.95 > 0.85"),
+        ({"escalate_reasons": "NUMBER_CONFLICT"}, "escalate_reasons must be a sequence of reason codes"),
+        ({"escalate_reasons": (1,)}, "escalate_reasons must be a sequence of reason codes"),
         ({"escalate_band": (0.6, 0.4)}, "escalate_band must be (low, high) with 0 <= low < high <= 1"),
         ({"escalate_band": (0.4, 0.4)}, "escalate_band must be"),
         ({"escalate_band": (0.4,)}, "escalate_band must be"),
@@ -230,7 +239,8 @@ def test_to_dict_and_repr():
     d = Policy(escalate_band=None).to_dict()
     assert d["escalate_band"] is None
     assert set(d) == {"general_threshold", "sensitive_threshold", "regenerate_at", "abstain_at",
-                      "escalate_band", "escalate_sensitive", "topics"}
+                      "escalate_band", "escalate_sensitive", "escalate_reasons", "topics"}
+    assert d["general_threshold"] == "model" and Policy(general_threshold=0.4).to_dict()["general_threshold"] == 0.4
     assert len(d["topics"]["topics"]["labour"]["terms_sha256"]) == 64
     full = Policy().to_dict(terms=True)
     assert full["topics"]["topics"]["healthcare"]["terms"][0] == BUILTIN_TOPICS["healthcare"].terms[0]
@@ -270,10 +280,13 @@ def test_decisions_monotone_in_risk(policy, topics, r1, r2):
 
 @settings(max_examples=200, deadline=None)
 @given(policies(band=True), topic_sets, unit)
-def test_flagged_iff_risk_at_least_threshold(policy, topics, risk):
+def test_flagged_iff_not_shown(policy, topics, risk):
     d = policy.decide(risk, topics)
     assert d.threshold == policy.threshold_for(topics)
-    assert d.flagged is (risk >= d.threshold)
+    assert d.flagged is (d.decision != "show")
+    in_band = policy.escalate_band is not None and policy.escalate_band[0] <= risk < policy.escalate_band[1]
+    if not in_band:
+        assert d.flagged is (risk >= d.threshold)
     assert d.decision in DECISIONS
     assert d.verify is (d.decision == "escalate")
     assert d.sensitive is bool(topics)
@@ -294,15 +307,16 @@ def write(tmp_path, text, name="policy.toml"):
 
 def test_example_file_loads_with_every_key():
     policy = load_policy(EXAMPLE)
-    assert (policy.general_threshold, policy.sensitive_threshold) == (0.5, 0.3)
-    assert (policy.regenerate_at, policy.abstain_at) == (0.75, 0.9)
+    assert (policy.general_threshold, policy.sensitive_threshold) == (None, 0.3)  # "model"
+    assert (policy.regenerate_at, policy.abstain_at) == (0.75, 0.85)
+    assert policy.escalate_reasons == Policy().escalate_reasons
     assert policy.escalate_band == (0.35, 0.65)
     assert policy.escalate_sensitive is True
     assert list(policy.tagger.topics_) == ["healthcare", "migration", "labour", "housing"]
     assert policy.tag("Can my landlord evict me?") == ("housing",)
     assert policy.decide(0.32, ("housing",)).decision == "escalate"
     text = EXAMPLE.read_text(encoding="utf-8")
-    for key in ("general", "sensitive", "regenerate", "abstain", "escalate", "escalate_sensitive",
+    for key in ("general", "sensitive", "regenerate", "abstain", "escalate", "escalate_sensitive", "escalate_reasons",
                 "builtin", "min_query_hits", "min_context_hits", "terms"):
         assert re.search(rf"^{key} = ", text, re.M), key
 
@@ -394,9 +408,12 @@ def test_syntax_error_names_file_and_position(tmp_path):
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("[thresholds]\ngeneral = 1.5\n", "general_threshold must be in [0, 1]; got 1.5"),
-        ("[thresholds]\nsensitive = 0.7\n", "sensitive_threshold must be <= general_threshold"),
-        ("[bands]\nregenerate = 0.95\n", "regenerate_at must be <= abstain_at; got 0.95 > 0.9"),
+        ("[thresholds]\ngeneral = 1.5\n", "general_threshold must be in [0, 1] or None; got 1.5"),
+        ("[thresholds]\ngeneral = 0.5\nsensitive = 0.7\n", "sensitive_threshold must be <= general_threshold"),
+        ("[bands]\nregenerate = 0.95\n", "regenerate_at must be <= abstain_at; got 0.95 > 0.85"),
+        ("[thresholds]\ngeneral = \"auto\"\n", "'thresholds.general' must be a number in [0, 1] or \"model\""),
+        ("[bands]\nescalate_reasons = \"NUMBER_CONFLICT\"\n", "'bands.escalate_reasons' must be a list"),
+        ("[bands]\nescalate_reasons = [\"NUMBER_CONFLICTS\"]\n", "unknown reason code 'NUMBER_CONFLICTS'"),
         ("[bands]\nescalate = [0.7, 0.2]\n", "escalate_band must be (low, high)"),
         ("[bands]\nescalate = true\n", "'bands.escalate' must be [low, high] or false; got True"),
         ("[bands]\nescalate_sensitive = 'yes'\n", "escalate_sensitive must be a bool; got 'yes'"),
@@ -434,3 +451,40 @@ def test_oversized_policy_file_is_refused(tmp_path):
     path.write_text("# " + "x" * (2 << 20) + "\n", encoding="utf-8")
     with pytest.raises(ValueError, match="larger than"):
         load_policy(path)
+
+
+# --- high-precision conflicts force escalation (issue 10) ---------------------
+
+
+@pytest.mark.parametrize(("risk", "expected"), [(0.1, "escalate"), (0.7, "escalate"), (0.8, "regenerate"),
+                                                (0.9, "abstain")])
+def test_a_high_precision_conflict_forces_at_least_escalate(risk, expected):
+    d = Policy().decide(risk, reasons=["NOVEL_WORDS", "NUMBER_CONFLICT"])
+    assert d.decision == expected and d.flagged
+    if risk < 0.35:
+        assert d.rule == "reason:NUMBER_CONFLICT" and d.verify
+
+
+def test_escalate_reasons_are_configurable():
+    assert Policy().decide(0.1, reasons=["NOVEL_PHRASE"]).decision == "show"
+    assert Policy(escalate_reasons=()).decide(0.1, reasons=["NUMBER_CONFLICT"]).decision == "show"
+    assert Policy(escalate_reasons=("NOVEL_PHRASE",)).decide(0.1, reasons=["NOVEL_PHRASE"]).decision == "escalate"
+
+
+@settings(max_examples=200, deadline=None)
+@given(policies(band=True), topic_sets, unit, st.lists(st.sampled_from(["NUMBER_CONFLICT", "NOVEL_WORDS",
+                                                                         "FIELD_CONFLICT", "LOW_SUPPORT"])))
+def test_reasons_never_make_a_decision_milder(policy, topics, risk, reasons):
+    severity = {"show": 0, "warn": 1, "escalate": 2, "regenerate": 3, "abstain": 4}
+    plain, with_reasons = policy.decide(risk, topics), policy.decide(risk, topics, reasons=reasons)
+    assert severity[with_reasons.decision] >= severity[plain.decision]
+    assert with_reasons.flagged is (with_reasons.decision != "show")
+
+
+def test_the_policy_follows_the_model_threshold():
+    policy = Policy(escalate_band=None)
+    assert policy.decide(0.52, model_threshold=0.53).decision == "show"
+    assert policy.decide(0.53, model_threshold=0.53).decision == "warn"
+    assert Policy(general_threshold=0.5, escalate_band=None).decide(0.52, model_threshold=0.53).decision == "warn"
+    with pytest.raises(ValueError, match="model_threshold must be in"):
+        policy.decide(0.5, model_threshold=1.5)

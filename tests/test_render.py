@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 import re
 import shutil
 import subprocess
@@ -10,6 +11,7 @@ from html.parser import HTMLParser
 
 import pytest
 
+from evqual._markdown import md_inline
 from evqual.explain import render_html, render_markdown, write_report
 from evqual.scoring import Citation, ModelInfo, Reason, ScoreResult, SentenceResult, SpanResult
 
@@ -287,7 +289,8 @@ def test_html_filters_list_decisions_and_topics(results):
         if t == "select":
             opts[a["id"]] = opts.pop("pending", [])
             current = a["id"]
-    assert current == "f-topic"
+    assert current == "f-sort"
+    assert opts["f-sort"] == ["input", "risk-desc", "risk-asc"]
     assert opts["f-decision"] == ["*", "show", "warn", "regenerate", "abstain", "escalate"]
     assert opts["f-topic"] == ["*", "finance", "healthcare", "legal"]
     page = render_html(results)
@@ -442,3 +445,377 @@ def test_markdown_never_emits_remote_images_links_or_markup_from_answer_text():
     assert "<img" not in md and "&lt;img src=x&gt;" in md
     assert "> \\# Heading" in md
     assert "\\`code\\` \\*bold\\* \\_it\\_ a_b" in md
+
+
+# ---------------------------------------------------------------- issue 10: the report shows the one flag rule
+
+CONTEXT = ("Walmart employs more than 50,000 people in Arkansas. The bill passed on Tuesday.\n"
+           "business stars: 4.0\nattributes / WiFi: free\n"
+           'Injected: <script>alert(1)</script> and </details><b>x</b> & "q"')
+
+
+def _ctx_citation(text: str, chunk_id: str, index: int) -> Citation:
+    start = CONTEXT.index(text)
+    return Citation(chunk_id, index, start, start + len(text), text, 0.5)
+
+
+def _noted_show_result(**kw) -> ScoreResult:
+    """A shown answer with a note sentence and a predicted span (what the scorer now writes)."""
+    output = "Walmart employs 60,000 people in Arkansas. The bill passed."
+    s0 = output.index("Walmart")
+    cite = _ctx_citation("Walmart employs more than 50,000 people in Arkansas.", "sentence 0", 0)
+    reason = Reason("NUMBER_CONFLICT", "unsupported number '60,000' where the evidence says '50,000'",
+                    {"check": "number", "chunk_id": "sentence 0", "chunk_index": 0, "evidence": "50,000",
+                     "context_start": CONTEXT.index("50,000"), "context_end": CONTEXT.index("50,000") + 6})
+    sentences = (
+        SentenceResult(0, s0, s0 + 42, output[s0:s0 + 42], 0.31, False, cite, (reason,), "Note, not flagged.",
+                       note=True),
+        SentenceResult(1, 43, len(output), output[43:], 0.02, False,
+                       _ctx_citation("The bill passed on Tuesday.", "sentence 1", 1),
+                       (Reason("NOVEL_WORDS", "words absent from the context: 'passed'"),), "Not flagged."),
+    )
+    spans = (_span(output, "60,000", 0.4, 0),)
+    base = dict(id="show-note", risk=0.12, flagged=False, decision="show", threshold=0.53, output=output,
+                query="How many people does Walmart employ?", sentences=sentences, spans=spans, model=MODEL,
+                rule="below_threshold", sentence_threshold=0.23, context=CONTEXT, label=1,
+                extra={"customer": "acme <b>co</b>", "tags": ["a", "b"]},
+                warnings=({"code": "W001", "message": "the text looks non-English <i>", "details": {}},))
+    base.update(kw)
+    return ScoreResult(**base)
+
+
+def _flagged_result(**kw) -> ScoreResult:
+    r = _noted_show_result()
+    s0, s1 = r.sentences
+    s0 = SentenceResult(s0.index, s0.start, s0.end, s0.text, s0.risk, True, s0.evidence, s0.reasons, "Flagged.")
+    base = dict(id="esc-1", risk=0.2, flagged=True, decision="escalate", verify=True, sentences=(s0, s1),
+                rule="reason:NUMBER_CONFLICT", label=0)
+    base.update(kw)
+    return r.__class__(**{**r.__dict__, **base})
+
+
+def _card_tags(page: str, card: int):
+    p = _parse(page)
+    return p, [(t, a, text) for t, a, text, c in p.captured if c == card]
+
+
+def test_html_shown_answer_draws_notes_never_red():
+    show, flagged = _noted_show_result(), _flagged_result()
+    page = render_html([show, flagged])
+    p = _parse(page)
+    assert p.errors == [] and p.stack == []
+    show_tags = [(t, a, text) for t, a, text, c in p.captured if c == 0]
+    flag_tags = [(t, a, text) for t, a, text, c in p.captured if c == 1]
+    classes = lambda tags: [cls for _, a, _ in tags for cls in a.get("class", "").split()]  # noqa: E731
+    # the shown card: no red mark at all; its note sentence and its span are drawn as notes
+    assert "flagged-sentence" not in classes(show_tags)
+    assert not any(t == "mark" and a.get("class") == "span" for t, a, _ in show_tags)
+    note = [(a, text) for t, a, text in show_tags if "note-sentence" in a.get("class", "").split()]
+    assert note and "".join(text for _, text in note) == show.sentences[0].text
+    assert all(a["title"].startswith("note") for a, _ in note)
+    span = [(a, text) for t, a, text in show_tags if t == "mark" and a.get("class") == "span note"]
+    assert [text for _, text in span] == ["60,000"] and span[0][0]["title"].startswith("note")
+    assert p.cards[0]["class"].split() == ["card", "c-show"]
+    # the flagged card: red underline on its flagged sentence, a red span, no note
+    assert "note-sentence" not in classes(flag_tags)
+    assert _pieces(p, 1, "span", "flagged-sentence", "data-sentence", 0) == flagged.sentences[0].text
+    assert any(t == "mark" and a.get("class") == "span" for t, a, _ in flag_tags)
+    assert p.cards[1]["class"].split() == ["card", "c-escalate"]
+
+
+def test_html_every_sentence_shows_its_reasons_collapsed_unless_flagged():
+    show, flagged = _noted_show_result(), _flagged_result()
+    p = _parse(render_html([show, flagged]))
+    details = [(a, c) for t, a, _, c in p.captured if t == "details" and "sent" in a.get("class", "").split()]
+    # both sentences of the shown answer are collapsed (one a note), only the unflagged one of the other
+    assert [(a["class"], c) for a, c in details] == [("sent note", 0), ("sent plain", 0), ("sent plain", 1)]
+    rows = [(a["class"], c) for t, a, _, c in p.captured if t == "div" and "row" in a.get("class", "").split()]
+    assert rows == [("row other note", 0), ("row other plain", 0), ("row", 1), ("row other plain", 1)]
+    codes = [(text, c) for t, a, text, c in p.captured if t == "code" and a.get("class") == "code"]
+    assert codes == [("NUMBER_CONFLICT", 0), ("NOVEL_WORDS", 0), ("NUMBER_CONFLICT", 1), ("NOVEL_WORDS", 1)]
+    tags = [(text, c) for t, a, text, c in p.captured if t == "span" and a.get("class", "").startswith("tag ")]
+    assert ("note", 0) in tags and ("flagged", 1) in tags and ("flagged", 0) not in tags
+
+
+def test_markdown_lists_every_sentence_with_its_status_and_notes():
+    md = render_markdown([_noted_show_result(), _flagged_result()])
+    rows = [line for line in md.splitlines() if line.startswith("| 0 ") or line.startswith("| 1 ")]
+    assert [r.split(" | ")[0] for r in rows] == ["| 0 note", "| 1 not flagged", "| 0 flagged", "| 1 not flagged"]
+    assert "No flagged sentence. Notes: 1." in md
+    assert "[[note: 60,000]]" in md and "**[[60,000]]**" in md
+
+
+@pytest.mark.parametrize("rule,decision,risk,expected", [
+    ("below_threshold", "show", 0.12, "shown: risk 12.0% is below the answer threshold 0.53"),
+    ("escalate_band", "escalate", 0.4, "escalated: risk 40.0% is in the uncertain band (escalate_band, by default "
+                                       "[0.35, 0.65)); sent to LLM verification"),
+    ("abstain_at", "abstain", 0.9, "withheld (abstain): risk 90.0% reached abstain_at"),
+    ("regenerate_at", "regenerate", 0.8, "regenerate: risk 80.0% reached regenerate_at"),
+    ("sensitive_topic", "escalate", 0.7, "escalated: risk 70.0% is at or over the answer threshold 0.53 on a "
+                                         "sensitive topic"),
+    ("threshold", "warn", 0.7, "warned: risk 70.0% is at or over the answer threshold 0.53"),
+    ("reason:NUMBER_CONFLICT", "escalate", 0.2, "escalated: a NUMBER_CONFLICT found by a claim-aligned check"),
+    ("", "warn", 0.7, "warned (rule not recorded)"),
+])
+def test_rule_and_thresholds_are_said_in_words(rule, decision, risk, expected):
+    r = _noted_show_result(rule=rule, decision=decision, risk=risk, flagged=decision != "show")
+    page, md = render_html([r]), render_markdown([r])
+    rule_p = [text for t, a, text, _ in _parse(page).captured if a.get("class") == "rule"]
+    assert len(rule_p) == 1 and rule_p[0].startswith(expected)
+    assert f"- **Rule:** {md_inline(expected)}" in md
+    assert "<strong>answer threshold 0.53</strong>: the risk at or over which the policy acts" in page
+    assert "<strong>sentence threshold 0.23</strong>: the model's validation-tuned sentence threshold" in page
+    assert "- **Threshold:** 0.53 (answer threshold: the risk at or over which the policy acts" in md
+    assert "- **Sentence threshold:** 0.23 (the model's validation-tuned sentence threshold" in md
+
+
+def test_html_sort_control_and_initial_order():
+    low, high, mid = (_noted_show_result(id=i, risk=r) for i, r in (("low", 0.1), ("high", 0.9), ("mid", 0.5)))
+    nan = _noted_show_result(id="nan", risk=float("nan"))
+    page = render_html([low, nan, high, mid])
+    assert [c["id"] for c in _parse(page).cards] == ["r-low", "r-nan", "r-high", "r-mid"]
+    assert 'id="f-sort"' in page and '<option value="input" selected>' in page
+    page = render_html([low, nan, high, mid], sort="risk")
+    cards = _parse(page).cards
+    assert [c["id"] for c in cards] == ["r-high", "r-mid", "r-low", "r-nan"]
+    assert [c["data-order"] for c in cards] == ["2", "3", "0", "1"]  # input order kept for the control
+    assert [c["data-risk"] for c in cards] == ["0.9", "0.5", "0.1", ""]
+    assert '<option value="risk-desc" selected>' in page
+    with pytest.raises(ValueError, match="unknown sort 'size'"):
+        render_html([low], sort="size")
+
+
+def test_markdown_sort_by_risk(tmp_path, capsys):
+    from evqual.cli import main
+
+    rs = [_noted_show_result(id=i, risk=r) for i, r in (("low", 0.1), ("high", 0.9), ("mid", 0.5))]
+    src = tmp_path / "out.jsonl"
+    src.write_text("".join(r.to_json() + "\n" for r in rs), encoding="utf-8")
+    md = tmp_path / "r.md"
+    assert main(["explain", str(src), "--markdown", str(md), "--sort", "risk"]) == 0
+    heads = [line for line in md.read_text(encoding="utf-8").splitlines() if line.startswith("## ")]
+    assert heads == ["## high", "## mid", "## low"]
+    assert main(["explain", str(src), "--markdown", str(md)]) == 0
+    heads = [line for line in md.read_text(encoding="utf-8").splitlines() if line.startswith("## ")]
+    assert heads == ["## low", "## high", "## mid"]
+
+
+def test_context_block_is_collapsed_escaped_and_marked():
+    page = render_html([_noted_show_result()])
+    p = _parse(page)
+    assert p.errors == [] and p.stack == []
+    assert sum(1 for t, _ in p.tags if t == "script") == 1
+    assert not any(t == "b" for t, _ in p.tags)
+    ctx = [text for t, a, text, _ in p.captured if t == "pre" and a.get("class") == "ctx"]
+    assert ctx == [CONTEXT]  # the whole context, read back exactly
+    assert "&lt;/details&gt;&lt;b&gt;x&lt;/b&gt;" in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    items = [(text, a["title"]) for t, a, text, _ in p.captured if t == "mark" and a.get("class") == "ctx-item"
+             and "title" in a]
+    assert items == [("50,000", "evidence item: NUMBER_CONFLICT")]
+    cited = [text for t, a, text, _ in p.captured if t == "span" and a.get("class") == "ctx-cite"
+             and a.get("title", "").startswith("cited chunk")]
+    assert "".join(cited) == "Walmart employs more than 50,000 people in Arkansas.The bill passed on Tuesday."
+    md = render_markdown([_noted_show_result()])
+    assert md.count("<details>") == md.count("</details>") == 1 and "<script>" not in md and "<b>" not in md
+    assert "&lt;/details&gt;&lt;b&gt;x&lt;/b&gt;" in md
+    block = md[md.index("<details>"):md.index("</details>")]
+    assert all(line.startswith("> ") for line in block.splitlines()[2:-1] if line)
+
+
+def test_context_not_stored():
+    r = _noted_show_result(context="")
+    assert "context not stored (scored with --no-context)" in render_html([r])
+    assert "context not stored (scored with --no-context)" in render_markdown([r])
+
+
+@pytest.mark.parametrize("label,decision,words,agree", [
+    (1, "show", "hallucinated", "missed"), (1, "warn", "hallucinated", "agree"),
+    (0, "escalate", "faithful", "false alarm"), (0, "show", "faithful", "agree"),
+])
+def test_label_is_shown_against_the_decision(label, decision, words, agree):
+    r = _noted_show_result(label=label, decision=decision, flagged=decision != "show")
+    page = render_html([r])
+    lab = [text for t, a, text, _ in _parse(page).captured if "lab" in a.get("class", "").split()]
+    assert lab == [f"gold/user label: {words} \u00b7 {agree}"]
+    assert f"- **Gold/user label:** {words} ({agree})" in render_markdown([r])
+    assert "gold/user label" not in render_html([_noted_show_result(label=None)]).replace(
+        "gold/user label against", "")
+
+
+def test_warnings_and_extra_fields_are_shown_escaped():
+    r = _noted_show_result()
+    page, md = render_html([r]), render_markdown([r])
+    assert "<strong>warning W001</strong> the text looks non-English &lt;i&gt;" in page
+    assert "customer <code>acme &lt;b&gt;co&lt;/b&gt;</code>" in page
+    assert "tags <code>[&quot;a&quot;, &quot;b&quot;]</code>" in page
+    assert "- **Warning W001:** the text looks non-English &lt;i&gt;" in md
+    assert '- **Fields:** customer: acme &lt;b&gt;co&lt;/b&gt;; tags: \\["a", "b"\\]' in md
+
+
+ERRORS = [{"line": 3, "id": "bad<1>", "error": "field 'output': missing <b>", "issues": ["context: empty"]},
+          {"line": 9, "id": None, "error": "invalid JSON"}]
+
+
+def test_error_records_get_cards_and_counts():
+    page = render_html([_noted_show_result()], errors=ERRORS)
+    p = _parse(page)
+    assert p.errors == [] and not any(t == "b" for t, _ in p.tags)
+    assert [c["data-decision"] for c in p.cards] == ["show", "error", "error"]
+    assert ">not scored: 2</span>" in page and '<option value="error">not scored (2)</option>' in page
+    assert "bad&lt;1&gt;" in page and "input line 3" in page and "field &#x27;output&#x27;: missing &lt;b&gt;" in page
+    assert "- context: empty" in page and "(no id)" in page
+    # dicts holding "error" among the results are error records too
+    assert render_html([_noted_show_result(), *ERRORS]) == page
+    md = render_markdown([_noted_show_result()], errors=ERRORS)
+    assert "| not scored (error) | 2 |" in md and "## Lines not scored (2)" in md
+    assert "| 3 | bad&lt;1&gt; | field 'output': missing &lt;b&gt;<br>- context: empty |" in md
+    assert render_markdown([], errors=ERRORS).count("No results.") == 0
+
+
+def test_cli_explain_renders_error_records_of_scored_and_raw_files(tmp_path, capsys):
+    from evqual.cli import main
+
+    scored = tmp_path / "out.jsonl"
+    scored.write_text(_noted_show_result().to_json() + "\n" + json.dumps(ERRORS[0]) + "\n", encoding="utf-8")
+    page = tmp_path / "r.html"
+    assert main(["explain", str(scored), "--html", str(page)]) == 0
+    text = page.read_text(encoding="utf-8")
+    assert text.count('data-decision="error"') == 1 and "bad&lt;1&gt;" in text
+    assert "1 answer, 1 line not scored" in capsys.readouterr().err
+    raw = tmp_path / "in.jsonl"
+    raw.write_text(json.dumps({"id": "ok", "query": "q", "context": "The sky is blue.", "output": "It is blue."})
+                   + "\n" + json.dumps({"id": "nope", "query": "q", "context": "c"}) + "\n", encoding="utf-8")
+    md = tmp_path / "r.md"
+    assert main(["explain", str(raw), "--markdown", str(md)]) == 1
+    text = md.read_text(encoding="utf-8")
+    assert "## Lines not scored (1)" in text and "| 2 | nope |" in text and "## ok" in text
+
+
+def test_evidence_box_shows_the_passage_the_reason_names():
+    r = _noted_show_result()
+    page = render_html([r])
+    p = _parse(page)
+    marks = [text for t, a, text, c in p.captured if t == "mark" and a.get("class") == "ev"]
+    assert marks == ["50,000"]
+    quotes = [text for t, a, text, _ in p.captured if t == "blockquote"]
+    # the check reason: the sentence around its evidence item; the other sentence: its citation
+    assert "Walmart employs more than 50,000 people in Arkansas." in quotes
+    assert "The bill passed on Tuesday." in quotes
+    assert "evidence item of NUMBER_CONFLICT" in page
+    # a field reason without offsets: the record line starting with the field label
+    s0 = r.sentences[0]
+    field = Reason("FIELD_NULL", "states 'attributes / WiFi', which the record leaves null",
+                   {"field": "attributes / WiFi"})
+    r2 = _noted_show_result(sentences=(SentenceResult(0, s0.start, s0.end, s0.text, 0.5, False, s0.evidence,
+                                                      (field,), note=True), r.sentences[1]))
+    p2 = _parse(render_html([r2]))
+    assert [text for t, a, text, _ in p2.captured if t == "mark" and a.get("class") == "ev"] == [
+        "attributes / WiFi: free"]
+    md = render_markdown([r2])
+    assert "**attributes / WiFi: free**" in md
+    # offsets outside the context fall back to the citation
+    bad = Reason("NUMBER_CONFLICT", "x", {"context_start": 10_000, "context_end": 10_006, "chunk_id": "c"})
+    r3 = _noted_show_result(sentences=(SentenceResult(0, s0.start, s0.end, s0.text, 0.5, False, s0.evidence,
+                                                      (bad,), note=True),))
+    quotes = [text for t, a, text, _ in _parse(render_html([r3])).captured if t == "blockquote"]
+    assert quotes == [s0.evidence.text]
+    # a passage without a sentence or line boundary is cut 200 characters each side, with ellipses
+    long = "w" * 500 + "50,000" + "w" * 500
+    at = Reason("NUMBER_CONFLICT", "x", {"context_start": 500, "context_end": 506, "chunk_id": "c"})
+    r4 = _noted_show_result(context=long, sentences=(SentenceResult(0, s0.start, s0.end, s0.text, 0.5, False,
+                                                                    None, (at,), note=True),))
+    quotes = [text for t, a, text, _ in _parse(render_html([r4])).captured if t == "blockquote"]
+    assert quotes == ["\u2026" + "w" * 200 + "50,000" + "w" * 200 + "\u2026"]
+
+
+def test_html_content_security_policy_allows_only_the_report_script():
+    import base64
+    import hashlib
+
+    page = render_html([_noted_show_result()])
+    script = page[page.index("<script>") + len("<script>"):page.index("</script>")]
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
+    csp = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">', page).group(1)
+    assert f"script-src 'sha256-{digest}'" in csp and "default-src 'none'" in csp
+    assert "unsafe-inline" not in csp.split("script-src")[1].split(";")[0]
+
+
+# ---------------------------------------------------------------- property: never raises, always escapes
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+_TEXT = st.lists(st.sampled_from(list("ab <>&\"'/|*_`[]()!#-\n\u2028") + ["</details>", "<script>", "</pre>",
+                                                                         "-->", "x"]),
+                 max_size=30).map("".join)
+_ANY_TEXT = st.one_of(_TEXT, st.text(max_size=40))
+_OFF = st.integers(min_value=-5, max_value=80)
+_OUR_HTML_TAGS = {"html", "head", "meta", "title", "style", "body", "header", "h1", "div", "span", "main", "p",
+                  "label", "select", "option", "article", "mark", "strong", "details", "summary", "h3", "ul", "li",
+                  "code", "blockquote", "pre", "br", "script"}
+
+
+@st.composite
+def _arbitrary_result(draw):
+    output, context = draw(_ANY_TEXT), draw(_ANY_TEXT)
+    reasons = tuple(
+        Reason(draw(_ANY_TEXT), draw(_ANY_TEXT), draw(st.fixed_dictionaries({}, optional={
+            "context_start": _OFF, "context_end": _OFF, "chunk_id": _ANY_TEXT, "field": _ANY_TEXT})))
+        for _ in range(draw(st.integers(0, 2))))
+    sentences = tuple(
+        SentenceResult(i, draw(_OFF), draw(_OFF), draw(_ANY_TEXT), draw(st.floats(allow_nan=True)),
+                       draw(st.booleans()),
+                       draw(st.none() | st.builds(Citation, _ANY_TEXT, _OFF, _OFF, _OFF, _ANY_TEXT)),
+                       reasons, draw(_ANY_TEXT), note=draw(st.booleans()))
+        for i in range(draw(st.integers(0, 3))))
+    spans = tuple(SpanResult(draw(_OFF), draw(_OFF), "", 0.5) for _ in range(draw(st.integers(0, 2))))
+    decision = draw(st.sampled_from(["show", "warn", "escalate", "abstain", "<odd>"]))
+    return ScoreResult(
+        id=draw(_ANY_TEXT), risk=draw(st.floats(allow_nan=True, allow_infinity=True)), flagged=decision != "show",
+        decision=decision, threshold=0.5, output=output, query=draw(_ANY_TEXT), topics=(draw(_ANY_TEXT),),
+        sentences=sentences, spans=spans, model=MODEL, rule=draw(_ANY_TEXT), context=context,
+        label=draw(st.sampled_from([None, 0, 1, 7])), extra={draw(_ANY_TEXT): draw(_ANY_TEXT)},
+        warnings=({"code": draw(_ANY_TEXT), "message": draw(_ANY_TEXT), "details": {}},))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(results=st.lists(_arbitrary_result(), max_size=3), sort=st.sampled_from(["input", "risk"]),
+       error=_ANY_TEXT)
+def test_rendering_never_raises_and_always_escapes(results, sort, error):
+    errors = [{"line": 1, "id": error, "error": error, "issues": [error]}]
+    page = render_html(results, errors=errors, sort=sort)
+    p = _parse(page)
+    assert p.errors == [] and p.stack == []
+    assert {t for t, _ in p.tags} <= _OUR_HTML_TAGS
+    assert sum(1 for t, _ in p.tags if t == "script") == 1
+    assert len(p.cards) == len(results) + 1
+    # every card's answer and context read back exactly: nothing of the text became markup
+    answers = [text for t, a, text, _ in p.captured if a.get("class") == "answer"]
+    assert answers == [r.output for r in _sorted_like(results, sort)]
+    contexts = [text for t, a, text, _ in p.captured if t == "pre" and a.get("class") == "ctx"]
+    assert contexts == [r.context for r in _sorted_like(results, sort) if r.context]
+    md = render_markdown(results, errors=errors, sort=sort)
+    tags = set(re.findall(r"</?([A-Za-z][^\s>/]*)", md))
+    assert tags <= {"details", "summary", "br"}
+    assert md.count("<details>") == md.count("</details>") == sum(1 for r in results if r.context)
+
+
+def _sorted_like(results, sort):
+    from evqual.explain._render import _sorted
+
+    return [r for _, r in _sorted(results, sort)]
+
+
+def test_iter_pieces_join_to_the_report_and_bad_sort_writes_nothing(tmp_path, results):
+    from evqual.explain import iter_html, iter_markdown
+
+    rs = [*results, _noted_show_result()]
+    for sort in ("input", "risk"):
+        assert "".join(iter_html(rs, errors=ERRORS, sort=sort)) == render_html(rs, errors=ERRORS, sort=sort)
+        assert "".join(iter_markdown(rs, errors=ERRORS, sort=sort)) == render_markdown(rs, errors=ERRORS, sort=sort)
+    path = write_report(rs, tmp_path / "r.md", errors=ERRORS, sort="risk")
+    assert path.read_text(encoding="utf-8") == render_markdown(rs, errors=ERRORS, sort="risk")
+    with pytest.raises(ValueError, match="unknown sort"):
+        iter_html(rs, sort="size")
+    with pytest.raises(ValueError, match="unknown sort"):
+        write_report(rs, tmp_path / "bad.html", sort="size")
+    assert not (tmp_path / "bad.html").exists()

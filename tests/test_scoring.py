@@ -95,7 +95,7 @@ def test_topic_threshold_applies(det):
                   output="Yes, ibuprofen is safe throughout pregnancy.")
     assert "healthcare" in r.topics and r.sensitive and r.threshold == 0.3
     plain = det.score(**BRIDGE)
-    assert plain.topics == () and plain.threshold == 0.5
+    assert plain.topics == () and plain.threshold == det.detector.threshold_  # the policy follows the model
     strict = det.score(**BRIDGE, policy=Policy(general_threshold=0.0, sensitive_threshold=0.0, escalate_band=None))
     assert strict.flagged and strict.decision in ("warn", "regenerate", "abstain")
 
@@ -223,12 +223,12 @@ def test_cli_explain_html_and_markdown(tmp_path):
     html, md = tmp_path / "r.html", tmp_path / "r.md"
     assert main(["explain", str(out), "--html", str(html), "--markdown", str(md)]) == 0
     page = html.read_text()
-    assert page.count('<article class="card"') == 2 and "Joseph Strauss" in page
+    assert page.count('<article class="card c-') == 2 and "Joseph Strauss" in page
     assert "## a" in md.read_text()
     # raw answers are scored first
     html2 = tmp_path / "r2.html"
     assert main(["explain", str(src), "--html", str(html2)]) == 0
-    assert html2.read_text().count('<article class="card"') == 2
+    assert html2.read_text().count('<article class="card c-') == 2
     assert main(["explain", str(src)]) == 2
 
 
@@ -404,3 +404,104 @@ def test_iter_records_names_the_invalid_source_line(tmp_path):
     (_, ex, issues), = list(iter_records(tmp_path))
     assert ex is None and issues[0].code == "E106"
     assert "line 2" in issues[0].message and "task_type" in issues[0].message
+
+
+# ---------------------------------------------------------------- issue 10: one rule for flags, notes, labels
+def _sample_results(det):
+    from evqual.data import load_sample
+
+    return det.score_batch(list(load_sample()), batch_size=16)
+
+
+def test_an_answer_is_flagged_exactly_when_a_sentence_is(det):
+    results = _sample_results(det)
+    assert {r.decision for r in results} >= {"show", "escalate"}
+    for r in results:
+        assert r.flagged is (r.decision != "show")
+        assert r.flagged is any(s.flagged for s in r.sentences), r.id
+        assert not any(s.note for s in r.sentences) or not r.flagged  # notes only in shown answers
+        assert r.verify is (r.decision == "escalate")
+
+
+def test_shown_answers_keep_their_signals_as_notes(det):
+    shown = [r for r in _sample_results(det) if r.decision == "show"]
+    assert any(s.note for r in shown for s in r.sentences)  # the sample has shown answers with signals
+    for r in shown:
+        for s in r.sentences:
+            assert not s.flagged
+            if s.note:
+                assert s.explanation.startswith("Note, not flagged")
+        assert r.reason_codes == [] and r.note_codes == list(dict.fromkeys(
+            x.code for s in r.sentences for x in s.reasons))
+
+
+def test_every_sentence_carries_its_reasons_flagged_or_not(det):
+    r = det.score(query="When did the bridge open?",
+                  context=["The bridge opened in 1932 after six years of work."],
+                  output="The bridge opened in 1932. It was painted by Joseph Strauss in 1990.",
+                  policy=Policy(general_threshold=0.99, sensitive_threshold=0.99, escalate_band=None,
+                                escalate_reasons=()))
+    assert r.decision == "show" and not r.flagged
+    assert r.sentences[1].reasons and r.note_codes  # the gaps are there, as notes
+
+
+def test_a_high_precision_conflict_is_escalated_at_least(det):
+    r = det.score(**BRIDGE, policy=Policy(general_threshold=0.99, sensitive_threshold=0.99, escalate_band=None))
+    assert r.decision == "escalate" and r.rule == "reason:DATE_CONFLICT" and r.flagged and r.verify
+    assert any(s.flagged for s in r.sentences)
+
+
+def test_label_and_extra_fields_pass_through(det):
+    r = det.score(**BRIDGE, id="x1", label=1, user="u7", tags=["a", {"b": None}])
+    assert r.label == 1 and r.extra == {"user": "u7", "tags": ["a", {"b": None}]}
+    assert ScoreResult.from_json(r.to_json()) == r
+    batch = det.score_batch([{**BRIDGE, "label": 0, "session": 3}, BRIDGE])
+    assert [b.label for b in batch] == [0, None] and batch[0].extra == {"session": 3} and batch[1].extra == {}
+    assert batch[0].context.startswith("The bridge opened in 1932")
+    with pytest.raises(ValueError, match="label must be 0 or 1"):
+        det.score(**BRIDGE, label=0.5)
+    with pytest.raises(ValueError, match="extra field"):
+        det.score(**BRIDGE, bad=float("nan"))
+
+
+def test_score_reads_standard_input_and_passes_extra_fields_through(tmp_path):
+    lines = [json.dumps({**BRIDGE, "id": "a", "label": 1, "user": "u7"}), "{bad", json.dumps({"id": "c"})]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    proc = subprocess.run([sys.executable, "-m", "evqual", "score", "-", "--no-context"],
+                          input="\n".join(lines) + "\n", capture_output=True, text=True, cwd=root, timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    out = [json.loads(x) for x in proc.stdout.splitlines()]
+    assert [o["line"] for o in out] == [1, 2, 3]
+    assert out[0]["extra"] == {"user": "u7"} and out[0]["label"] == 1 and out[0]["context"] == ""
+    assert "E101" in out[1]["error"] and out[2]["id"] == "c" and "E102" in out[2]["error"]
+    assert "1 answer scored, 2 lines failed" in proc.stderr
+
+
+@pytest.mark.ragtruth
+def test_every_decision_is_reachable_with_the_shipped_model(det, ragtruth_path):
+    # issue 10: abstain could never happen (highest calibrated risk 0.874 < 0.9)
+    from evqual.data import load_data
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        examples = load_data(ragtruth_path).examples
+    risks = det.detector.predict_proba(examples[::3])
+    policy = Policy()
+    assert risks.max() >= policy.abstain_at
+    decisions = {policy.decide(float(r), model_threshold=det.detector.threshold_).decision for r in risks}
+    assert decisions >= {"show", "warn", "escalate", "regenerate", "abstain"}
+
+
+def test_a_non_english_answer_carries_a_warning(det):
+    # issue 10: a wrong year in French got 0.075 and no word of caution
+    fr = det.score(query="Quand le pont a-t-il été ouvert ?",
+                   context=["Le pont a été ouvert en 1932 après six ans de travaux et de nombreux retards."],
+                   output="Le pont a été ouvert en 1935 après six ans de travaux et de nombreux retards.")
+    assert [w["code"] for w in fr.warnings] == ["W001"] and fr.warnings[0]["details"]["field"] == "output"
+    en = det.score(**BRIDGE)
+    assert en.warnings == ()
+    ctx = det.score(context=["Der Brückenbau begann im Jahr 1926 und die Brücke wurde im Jahr 1932 für den "
+                             "Verkehr freigegeben, nachdem es viele Verzögerungen gegeben hatte."],
+                    output="The bridge opened in 1932.")
+    assert [w["details"]["field"] for w in ctx.warnings] == ["context"]
+    assert ScoreResult.from_json(fr.to_json()) == fr

@@ -29,6 +29,8 @@ file, line and field.  With ``strict=True`` the first problem raises
 
 from __future__ import annotations
 
+import contextlib
+
 import csv
 import math
 import os
@@ -428,7 +430,7 @@ def _ragtruth_row(obj, sources, resp_path: Path, src_path: Path, line: int, col:
                    quality=quality, spans=spans, label=int(bool(spans)), origin=f"{resp_path}:{line}")
 
 
-def iter_records(path, *, limits: Limits | None = None, with_ids: bool = False):
+def iter_records(path, *, limits: Limits | None = None, with_ids: bool = False, with_extra: bool = False):
     """Stream a generic JSONL or a RAGTruth ``response.jsonl``, one item per line.
 
     Yields ``(line_no, example, issues)`` for *every* line but the blank lines
@@ -452,6 +454,13 @@ def iter_records(path, *, limits: Limits | None = None, with_ids: bool = False):
         line's ``"id"`` (a string or an integer, as a string) when the line
         is a JSON object that has one, even when the line is bad, so that an
         error record can name the answer it is about; else ``None``.
+    with_extra : bool, default=False
+        Yield ``(line_no, example, issues, id, extra)``: ``extra`` holds the
+        fields of a generic JSONL line that evqual does not read (passed
+        through to results), ``{}`` for RAGTruth rows and bad lines.
+
+    ``path`` may also be a binary stream (standard input: ``sys.stdin.buffer``),
+    read as a generic JSONL and named by its ``name`` (``<stdin>``) in issues.
 
     Raises
     ------
@@ -469,25 +478,30 @@ def iter_records(path, *, limits: Limits | None = None, with_ids: bool = False):
     >>> os.unlink(f.name)
     """
     limits = DEFAULT_LIMITS if limits is None else limits
-    path = Path(path)
-    if path.is_dir():
-        path = path / "response.jsonl"
     col = _Collector(strict=False)
-    src_path = path.with_name("source_info.jsonl")
-    ragtruth = src_path.is_file() and path.name != src_path.name
-    sources = _ragtruth_sources(src_path, col, limits) if ragtruth else None
-    if not path.is_file():
-        col.add("E109", path, None, None, "file not found")
-        raise EvqualDataError(col.issues, n_ok=0)
-    # source problems matter only for the rows that use them: such a row gets E106, told about them
-    bad_sources = list(col.issues)
-    col.issues.clear()
-    try:
-        fh = open(path, "rb")
-    except OSError as exc:
-        col.add("E109", path, None, None, f"cannot open file: {exc.strerror or exc}")
-        raise EvqualDataError(col.issues, n_ok=0) from None
-    with fh:
+    if hasattr(path, "read"):  # a binary stream, such as standard input: a generic JSONL
+        fh = contextlib.nullcontext(path)
+        path = Path(str(getattr(path, "name", "<stream>")))
+        ragtruth, sources, src_path, bad_sources = False, None, None, []
+    else:
+        path = Path(path)
+        if path.is_dir():
+            path = path / "response.jsonl"
+        src_path = path.with_name("source_info.jsonl")
+        ragtruth = src_path.is_file() and path.name != src_path.name
+        sources = _ragtruth_sources(src_path, col, limits) if ragtruth else None
+        if not path.is_file():
+            col.add("E109", path, None, None, "file not found")
+            raise EvqualDataError(col.issues, n_ok=0)
+        # source problems matter only for the rows that use them: such a row gets E106, told about them
+        bad_sources = list(col.issues)
+        col.issues.clear()
+        try:
+            fh = open(path, "rb")
+        except OSError as exc:
+            col.add("E109", path, None, None, f"cannot open file: {exc.strerror or exc}")
+            raise EvqualDataError(col.issues, n_ok=0) from None
+    with fh as fh:
         lines = _raw_lines(fh, limits.max_line_bytes)
         line_no = 0
         blanks: list = []  # blank lines seen since the last record: reported only when a record follows
@@ -506,7 +520,8 @@ def iter_records(path, *, limits: Limits | None = None, with_ids: bool = False):
             for blank in blanks:
                 col.add("E101", path, blank, None, "blank line (no JSON object)")
                 issue = col.issues.pop()
-                yield (blank, None, [issue], None) if with_ids else (blank, None, [issue])
+                yield ((blank, None, [issue], None, {}) if with_extra else
+                       (blank, None, [issue], None) if with_ids else (blank, None, [issue]))
             blanks.clear()
             before = len(col.issues)
             ex = None
@@ -528,7 +543,11 @@ def iter_records(path, *, limits: Limits | None = None, with_ids: bool = False):
                 issues = [i if i.code != "E106" else DataIssue(i.code, i.file, i.line, i.field, i.message + note,
                                                                  i.unit) for i in issues]
             col.issues.clear()
-            if with_ids:
+            if with_extra:
+                extra = ({k: v for k, v in obj.items() if k not in _GENERIC_FIELDS}
+                         if ex is not None and not ragtruth and isinstance(obj, dict) else {})
+                yield line_no, ex, issues, _record_id(obj), extra
+            elif with_ids:
                 yield line_no, ex, issues, _record_id(obj)
             else:
                 yield line_no, ex, issues

@@ -12,6 +12,7 @@ from ._protocols import PROTOCOLS, protocol_splits
 from .._markdown import markdown_table
 from ._reproduce import reproduce
 from ._report import feature_importances, metrics_table, write_comparison, write_report
+from ._reproduce import merge_block, render_block, reproduce, update_results_block
 from ._run import EvaluationResult, build_frame, evaluate
 from ._signal import univariate_auroc
 
@@ -20,6 +21,10 @@ __all__ = [
     "reproduce",
     "contrastive_markdown", "evaluate_contrastive", "load_pairs", "pairs_to_examples",
     "policy_summary",
+    "merge_block",
+    "render_block",
+    "reproduce",
+    "update_results_block",
     "policy_table",
     "METRIC_KEYS",
     "PROTOCOLS",

@@ -24,7 +24,10 @@ def policy_summary(examples, predictions, policy=None) -> dict:
         The answers (for their query and context: topics).
     predictions : DataFrame
         ``id``, ``risk`` and ``label`` per held-out answer (an evaluation's
-        pooled predictions).
+        pooled predictions), and optionally ``threshold`` (each fold's tuned
+        threshold: the general threshold of a policy that follows the model).
+        Forced escalation by conflict reasons is not applied (predictions
+        carry no reasons).
     policy : Policy, optional
         Default ``Policy()``.
 
@@ -53,14 +56,15 @@ def policy_summary(examples, predictions, policy=None) -> dict:
     counts = {d: [0, 0] for d in DECISIONS}
     topics: dict[str, int] = {}
     n = n_pos = n_neg = pos_shown = neg_not_shown = sensitive = 0
-    for rid, risk, label in zip(predictions["id"], predictions["risk"], predictions["label"]):
+    thresholds = predictions["threshold"] if "threshold" in predictions else [None] * len(predictions)
+    for rid, risk, label, thr in zip(predictions["id"], predictions["risk"], predictions["label"], thresholds):
         ex = by_id.get(rid)
         if ex is None:
             continue
         tags = policy.tag(ex.query, ex.context)
         for t in tags:
             topics[t] = topics.get(t, 0) + 1
-        d = policy.decide(float(risk), tags)
+        d = policy.decide(float(risk), tags, model_threshold=None if thr is None else float(thr))
         y = int(label) if label is not None else 0
         counts[d.decision][0] += 1
         counts[d.decision][1] += y

@@ -7,21 +7,32 @@ folder per run under ``OUT/<protocol>/<method>/``, comparison figures, the
 seed-002 feature-group ablation, and rewrites the generated block of
 ``docs/RESULTS.md`` (between ``<!-- BEGIN generated -->`` and
 ``<!-- END generated -->``); text outside the block is left alone.
+
+A partial run (``--methods``, ``--protocols`` or ``--no-ablation``) regenerates
+only what it ran: :func:`merge_block` replaces, in the existing block, the table
+rows of the methods run under the protocols run, the sections that belong to one
+of them (``evqual`` by task, the decision policy) and the ablation table only when
+the ablation was run; every other line of the block stays byte-identical. The
+merge works on the block's own text rather than on the ``metrics.json`` files
+under ``--out``: the file being edited is its own source of truth, so a partial
+run into another report folder, or a folder holding reports of another run,
+cannot silently change rows it did not compute.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
 from .._markdown import markdown_table
-from ..models import METHODS, MethodSpec
-from ..models import EVIDENCE_FAMILIES, SEED_002
+from ..models import EVIDENCE_FAMILIES, METHODS, SEED_002, MethodSpec
 from ._report import write_comparison, write_report
 from ._run import build_frame, evaluate
 
-__all__ = ["reproduce", "SEED_FIGURES", "SEED_CHAR_F1", "ABLATIONS", "update_results_block"]
+__all__ = ["reproduce", "SEED_FIGURES", "SEED_CHAR_F1", "ABLATIONS", "update_results_block", "render_block",
+           "merge_block", "read_results_block"]
 
 # Seed 004 Table 8: character F1 of sentence-range projection (official test split, full release).
 SEED_CHAR_F1 = {"ecs-span": 0.197}
@@ -91,9 +102,23 @@ def _fmt(v, nd=3):
     return "" if v is None else f"{v:.{nd}f}"
 
 
+BEGIN, END = "<!-- BEGIN generated -->", "<!-- END generated -->"
+
+
+def read_results_block(results_md) -> str | None:
+    """The text between the generated markers of ``results_md`` (``None`` if the file or a marker is missing)."""
+    path = Path(results_md)
+    if not path.exists():
+        return None
+    text = path.read_text(encoding="utf-8")
+    if BEGIN not in text or END not in text:
+        return None
+    return text.split(BEGIN, 1)[1].split(END, 1)[0].strip("\n")
+
+
 def update_results_block(results_md: Path, block: str) -> None:
     """Replace the text between the generated markers of ``results_md`` (append the block if absent)."""
-    begin, end = "<!-- BEGIN generated -->", "<!-- END generated -->"
+    begin, end = BEGIN, END
     text = results_md.read_text(encoding="utf-8") if results_md.exists() else "# Results\n"
     new = f"{begin}\n{block.rstrip()}\n{end}"
     if begin in text and end in text:
@@ -117,6 +142,7 @@ def reproduce(data, *, out_dir="docs/reports", results_md="docs/RESULTS.md", met
     """
     out = Path(out_dir)
     methods = list(methods or METHODS)
+    full = set(METHODS) <= set(methods) and {"cv5", "official"} <= set(protocols) and ablation
     t0 = time.perf_counter()
     frame, _, fz_s = build_frame(data)
     log(f"featurized {len(frame)} responses in {fz_s:.1f}s")
@@ -145,7 +171,8 @@ def reproduce(data, *, out_dir="docs/reports", results_md="docs/RESULTS.md", met
             R = r.metrics["response"]
             log(f"{protocol} {name}: F1 {R['f1']:.3f} AUROC {R['auroc']:.3f} ({time.perf_counter() - t:.0f}s)")
         if results[protocol]:
-            write_comparison(list(results[protocol].values()), out / protocol, title=f"Methods under {protocol}")
+            write_comparison(_comparison_metrics(out / protocol, results[protocol]), out / protocol,
+                             title=f"Methods under {protocol}")
     if ablation and "cv5" in protocols:
         rows = {}
         for label, (fams, meta) in ABLATIONS.items():
@@ -157,8 +184,13 @@ def reproduce(data, *, out_dir="docs/reports", results_md="docs/RESULTS.md", met
         (out / "ablation.json").write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
     elapsed = time.perf_counter() - t0
     block = render_block(results, data_label=data_label, out_dir=str(out), elapsed=elapsed)
+    old = None if full else read_results_block(results_md)
+    if old is not None:
+        ran = {p: list(results.get(p, {})) for p in protocols}
+        block = merge_block(old, block, ran=ran, log=log)
     update_results_block(Path(results_md), block)
-    log(f"wrote {results_md} ({elapsed:.0f}s in all)")
+    what = "whole generated block" if old is None else "rows of the methods and protocols run"
+    log(f"wrote {results_md}: {what} ({elapsed:.0f}s in all)")
     return results
 
 
@@ -246,3 +278,183 @@ def render_block(results: dict, *, data_label: str, out_dir: str, elapsed: float
                 for k, v in results["ablation"].items()]
         lines.append(markdown_table(pd.DataFrame(rows)))
     return "\n".join(lines) + "\n"
+
+
+def _comparison_metrics(protocol_dir: Path, new: dict) -> list:
+    """Metrics of the methods just run plus those already reported under ``protocol_dir``, in METHODS order.
+
+    A partial run thus leaves the other methods in ``comparison.{csv,md,png}``.
+    """
+    merged = {}
+    for name in METHODS:
+        if name in new:
+            merged[name] = new[name]
+            continue
+        path = protocol_dir / name / "metrics.json"
+        if path.is_file():
+            try:
+                m = json.loads(path.read_text(encoding="utf-8"))
+            except ValueError:
+                continue
+            if isinstance(m, dict) and isinstance(m.get("response"), dict) and "method" in m:
+                merged[name] = m
+    for name, m in new.items():  # custom method objects not in METHODS
+        merged.setdefault(name, m)
+    return list(merged.values())
+
+
+_HEADING = re.compile(r"^(#### .*|`[^`]+` by task \(\w+\):)$")
+_PROTOCOL_ORDER = ("cv5", "official")
+_KIND_ORDER = ("Response level", "Sentence level", "Character spans", "Attribution coverage")
+
+
+def _split_sections(block: str):
+    """``(preamble_lines, [(heading, lines)])``; a section runs from its heading to the next one."""
+    pre, sections = [], []
+    for line in block.split("\n"):
+        if _HEADING.match(line):
+            sections.append((line, [line]))
+        elif sections:
+            sections[-1][1].append(line)
+        else:
+            pre.append(line)
+    return pre, sections
+
+
+def _section_order(heading: str) -> tuple:
+    """Position of a section in a full block (protocol, kind, method), for inserting a new one."""
+    if "Feature-group ablation" in heading:
+        return (9,)
+    if "decision policy" in heading:
+        return (8,)
+    proto = next((i for i, p in enumerate(_PROTOCOL_ORDER) if f"`{p}`" in heading or f"({p})" in heading), 7)
+    kind = next((i for i, k in enumerate(_KIND_ORDER) if k in heading), len(_KIND_ORDER))
+    m = re.match(r"^`([^`]+)` by task", heading)
+    method = METHODS_INDEX.get(m.group(1), len(METHODS_INDEX)) if m else -1
+    return (proto, kind, method)
+
+
+def _section_protocol(heading: str) -> str | None:
+    if "Feature-group ablation" in heading or "decision policy" in heading:
+        return None
+    return next((p for p in _PROTOCOL_ORDER if f"`{p}`" in heading or f"({p})" in heading), None)
+
+
+def _table_span(lines):
+    """Indices ``(start, stop)`` of the first markdown table in ``lines`` (``None`` if there is none)."""
+    start = next((i for i, line in enumerate(lines) if line.startswith("|")), None)
+    if start is None:
+        return None
+    stop = start
+    while stop < len(lines) and lines[stop].startswith("|"):
+        stop += 1
+    return start, stop
+
+
+def _first_cell(row: str) -> str:
+    return row[1:].split(" | ", 1)[0].strip()
+
+
+def _merge_rows(old_rows, new_rows, ran) -> list:
+    """Old rows with the rows of the ``ran`` methods replaced in place; new methods inserted in METHODS order."""
+    by_method: dict = {}
+    for row in new_rows:
+        by_method.setdefault(_first_cell(row), []).append(row)
+    out, placed = [], set()
+    for row in old_rows:
+        name = _first_cell(row)
+        if name not in ran:
+            out.append(row)
+        elif name not in placed:
+            out.extend(by_method.get(name, []))
+            placed.add(name)
+    for name, rows in by_method.items():
+        if name in placed:
+            continue
+        rank = METHODS_INDEX.get(name, len(METHODS_INDEX))
+        at = 0
+        for i, row in enumerate(out):
+            if METHODS_INDEX.get(_first_cell(row), len(METHODS_INDEX)) <= rank:
+                at = i + 1
+        out[at:at] = rows
+        placed.add(name)
+    return out
+
+
+def _trailing_blanks(lines) -> int:
+    n = 0
+    while n < len(lines) and lines[len(lines) - 1 - n] == "":
+        n += 1
+    return n
+
+
+def merge_block(old: str, new: str, *, ran: dict, log=print) -> str:
+    r"""Merge the block of a partial run (``new``) into the existing generated block (``old``).
+
+    Parameters
+    ----------
+    old, new : str
+        Generated blocks (text between the markers); ``new`` rendered from the partial results only.
+    ran : dict
+        ``{protocol: [method, ...]}`` run by the partial run.
+
+    Returns
+    -------
+    str
+        ``old`` with, in every method table of a protocol run, the rows of the methods run replaced (or
+        inserted in :data:`~evqual.models.METHODS` order), and every other section present in ``new``
+        (per-method task tables, the decision policy, the ablation) replaced whole. Everything else,
+        the first line included, is unchanged.
+
+    Examples
+    --------
+    >>> head = "#### Response level, protocol `cv5`\n\n| method | F1 |\n| --- | --- |\n"
+    >>> old = "_old run_\n\n" + head + "| majority | 0.000 |\n| tfidf-lr | 0.622 |"
+    >>> new = "_new run_\n\n" + head + "| majority | 0.100 |"
+    >>> print(merge_block(old, new, ran={"cv5": ["majority"]}))
+    _old run_
+    <BLANKLINE>
+    #### Response level, protocol `cv5`
+    <BLANKLINE>
+    | method | F1 |
+    | --- | --- |
+    | majority | 0.100 |
+    | tfidf-lr | 0.622 |
+    """
+    pre, sections = _split_sections(old)
+    _, new_sections = _split_sections(new.rstrip("\n"))
+    index = {h: i for i, (h, _) in enumerate(sections)}
+    sections = [(h, list(lines)) for h, lines in sections]
+    for heading, lines in new_sections:
+        body = lines[:len(lines) - _trailing_blanks(lines)]
+        if heading not in index:
+            at = next((i for i, (h, _) in enumerate(sections) if _section_order(h) > _section_order(heading)),
+                      len(sections))
+            sections.insert(at, (heading, body + [""]))
+            index = {h: i for i, (h, _) in enumerate(sections)}
+            continue
+        i = index[heading]
+        old_lines = sections[i][1]
+        tail = [""] * _trailing_blanks(old_lines)
+        old_span, new_span = _table_span(old_lines), _table_span(body)
+        proto = _section_protocol(heading)
+        is_method_table = (old_span is not None and new_span is not None
+                           and _first_cell(old_lines[old_span[0]]) == "method")
+        if is_method_table and proto is not None and old_lines[old_span[0]] == body[new_span[0]]:
+            (a, b), (c, d) = old_span, new_span
+            rows = _merge_rows(old_lines[a + 2:b], body[c + 2:d], set(ran.get(proto, ())))
+            sections[i] = (heading, old_lines[:a + 2] + rows + old_lines[b:])
+        else:
+            if is_method_table:
+                log(f"note: the columns of {heading!r} changed; that table now holds only the methods run "
+                    "(run the full `evqual reproduce` to refill it)")
+            sections[i] = (heading, body + tail)
+    lines = list(pre)
+    for k, (_, sec) in enumerate(sections):
+        if lines and lines[-1] != "" and k:
+            lines.append("")
+        lines.extend(sec)
+    return "\n".join(lines).rstrip("\n")
+
+
+METHODS_INDEX = {name: i for i, name in enumerate(METHODS)}

@@ -143,6 +143,9 @@ def evaluate(data=None, method: str = "evqual", protocol: str = "cv5", *, frame=
                         predict_ms=1000.0 * predict_seconds / max(1, n_pred),
                         calibration=calibration, threshold_rule=threshold_rule)
     metrics["span"] = span_summary(span_rows)
+    fallback = next((d.fallback_ for d in detectors if getattr(d, "fallback_", None)), None)
+    if fallback:  # trained as its response-level variant (labels without spans)
+        metrics["fallback"] = fallback
     metrics["attribution"] = attribution_summary(flagged)
     # the validation parts of the training sides only (never the held-out folds): for model selection
     val = [d.validation_metrics_ for d in detectors]

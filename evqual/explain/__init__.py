@@ -14,14 +14,17 @@ from ._reasons import (
     model_risk_reason,
     sentence_reasons,
 )
-from ._render import render_html, render_markdown, write_report
+from ._render import SORTS, iter_html, iter_markdown, render_html, render_markdown, write_report
 
 __all__ = [
     "LOW_SUPPORT_ECS",
     "REASONS",
+    "SORTS",
     "ReasonCode",
     "citation_for",
     "explanation_text",
+    "iter_html",
+    "iter_markdown",
     "model_risk_reason",
     "render_html",
     "render_markdown",

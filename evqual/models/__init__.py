@@ -6,6 +6,7 @@
 """
 
 from ._detector import (
+    CALIBRATION_FOLDS,
     CALIBRATIONS,
     FLOOR_CHECKS,
     FLOOR_MIN_PRECISION,
@@ -13,9 +14,11 @@ from ._detector import (
     THRESHOLD_RULES,
     Detections,
     Detector,
+    check_training_data,
     evidence_floors,
     grouped_folds,
     seed002_objective,
+    training_needs,
     validation_split,
 )
 from ._estimators import FeatureSelector, SentenceMaxClassifier, StackedEvidenceClassifier, TextColumn
@@ -23,6 +26,7 @@ from ._frame import SENT, TOK, FrameBuilder, LiteFrame, SentenceBlock
 from ._io import (
     META_FORMAT,
     MODEL_SHA256_ENV,
+    READ_FORMATS,
     TRUSTED_TYPES,
     ModelLoadError,
     build_model,
@@ -30,12 +34,22 @@ from ._io import (
     default_model_path,
     fit_detector,
     load_detector,
+    model_features,
     prediction_fingerprint,
     read_meta,
     save_detector,
     training_data_info,
 )
-from ._methods import EVIDENCE_FAMILIES, METHODS, SEED_002, MethodSpec, get_method, list_methods
+from ._methods import (
+    EVIDENCE_FAMILIES,
+    METHODS,
+    RESPONSE_FALLBACK,
+    RESPONSE_VARIANTS,
+    SEED_002,
+    MethodSpec,
+    get_method,
+    list_methods,
+)
 from ._metrics import METRIC_KEYS, binary_metrics
 from ._spans import SpanTagger, project_sentences, span_scores, tokens_to_spans
 
@@ -53,6 +67,11 @@ __all__ = [
     "FLOOR_PRIOR",
     "evidence_floors",
     "CALIBRATIONS",
+    "RESPONSE_FALLBACK",
+    "RESPONSE_VARIANTS",
+    "CALIBRATION_FOLDS",
+    "check_training_data",
+    "training_needs",
     "METHODS",
     "THRESHOLD_RULES",
     "Detections",
@@ -62,6 +81,7 @@ __all__ = [
     "LiteFrame",
     "META_FORMAT",
     "MODEL_SHA256_ENV",
+    "READ_FORMATS",
     "MethodSpec",
     "ModelLoadError",
     "TRUSTED_TYPES",
@@ -77,6 +97,7 @@ __all__ = [
     "get_method",
     "list_methods",
     "load_detector",
+    "model_features",
     "prediction_fingerprint",
     "read_meta",
     "save_detector",

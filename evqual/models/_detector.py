@@ -27,10 +27,11 @@ from sklearn.model_selection import FixedThresholdClassifier, StratifiedGroupKFo
 
 from ._fasttrees import fast_decision, fast_proba
 from ._frame import TOK, FrameBuilder
-from ._methods import MethodSpec, get_method
+from ._methods import RESPONSE_FALLBACK, MethodSpec, get_method
 from ._spans import tokens_to_spans
 
-__all__ = ["Detector", "Detections", "THRESHOLD_RULES", "CALIBRATIONS", "seed002_objective", "validation_split"]
+__all__ = ["Detector", "Detections", "THRESHOLD_RULES", "CALIBRATIONS", "seed002_objective", "validation_split",
+           "CALIBRATION_FOLDS", "check_training_data", "training_needs"]
 
 CALIBRATIONS = ("sigmoid", "isotonic", "none")
 THRESHOLD_RULES = ("f1", "seed002")
@@ -139,6 +140,77 @@ def evidence_floors(*frames, min_precision: float = FLOOR_MIN_PRECISION, prior=F
             elif task != "*":
                 out[f"{task}:{name}"] = 0.0
     return out
+
+
+CALIBRATION_FOLDS = 5
+"""``CalibratedClassifierCV``'s default folds: calibrating needs this many validation rows of each label."""
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def training_needs(n_splits: int = 5, calibration: str = "sigmoid") -> dict:
+    """Fewest rows, rows of each label, rows of the more common label and sources :meth:`Detector.fit` needs.
+
+    The grouped validation split keeps one in ``n_splits`` sources apart
+    (stratified by label) to calibrate the risk and tune the threshold: each
+    label needs ``n_splits`` rows for one to land there.  Calibration
+    (:data:`CALIBRATION_FOLDS`-fold stratified) needs :data:`CALIBRATION_FOLDS`
+    validation rows of one label, so ``n_splits`` times as many overall.
+
+    >>> training_needs()
+    {'rows': 30, 'per_label': 5, 'majority': 25, 'sources': 5}
+    >>> training_needs(calibration="none")
+    {'rows': 10, 'per_label': 5, 'majority': 5, 'sources': 5}
+    """
+    majority = n_splits * (CALIBRATION_FOLDS if calibration != "none" else 1)
+    return {"rows": n_splits + majority, "per_label": n_splits, "majority": majority, "sources": n_splits}
+
+
+def check_training_data(labels, sources, *, n_splits: int = 5, calibration: str = "sigmoid") -> None:
+    """Raise :class:`~evqual.errors.TrainingDataError` when ``labels`` are too few or one-sided to fit on.
+
+    The minimum is :func:`training_needs`; the message gives what was found and what is needed.
+
+    Examples
+    --------
+    >>> check_training_data([0, 1] * 2, ["a", "b", "c", "d"])
+    Traceback (most recent call last):
+    ...
+    evqual.errors.TrainingDataError: too little training data: found 4 rows (2 hallucinated, 2 grounded) from 4 sources, short of 30 rows, 5 of each label, 25 of the more common label, 5 sources; need at least 30 rows: 5 hallucinated, 5 grounded and 25 of the more common label, from at least 5 sources (one in 5 sources is held out to calibrate the risk and tune the threshold; calibration needs 5 rows of one label there)
+    """
+    from ..errors import TrainingDataError
+
+    need = training_needs(n_splits, calibration)
+    y = np.asarray(labels).astype(int)
+    n, pos = len(y), int(y.sum())
+    n_sources = len(set(np.asarray(sources).tolist()))
+    if (n >= need["rows"] and min(pos, n - pos) >= need["per_label"] and max(pos, n - pos) >= need["majority"]
+            and n_sources >= need["sources"]):
+        return
+    single = " (all one label)" if n and pos in (0, n) else ""
+    why = f"; calibration needs {CALIBRATION_FOLDS} rows of one label there" if calibration != "none" else ""
+    short = [what for what, ok in ((f"{need['rows']} rows", n >= need["rows"]),
+                                   (f"{need['per_label']} of each label", min(pos, n - pos) >= need["per_label"]),
+                                   (f"{need['majority']} of the more common label",
+                                    max(pos, n - pos) >= need["majority"]),
+                                   (f"{need['sources']} sources", n_sources >= need["sources"])) if not ok]
+    raise TrainingDataError(
+        f"too little training data: found {_plural(n, 'row')} ({pos} hallucinated, {n - pos} grounded){single} "
+        f"from {_plural(n_sources, 'source')}, short of {', '.join(short)}; need at least {need['rows']} rows: "
+        f"{need['per_label']} hallucinated, {need['per_label']} grounded and {need['majority']} of the more common "
+        f"label, from at least {need['sources']} sources (one in {n_splits} sources is held out to calibrate the "
+        f"risk and tune the threshold{why})", rows=n, positives=pos, sources=n_sources)
+
+
+def _has_sentence_labels(frame) -> bool:
+    """Whether some sentence of a hallucinated answer has a known label of 1 (so a sentence model can learn)."""
+    from ._frame import SENT
+
+    if SENT not in frame.columns:
+        return False
+    return any(b.labels is not None and len(b.labels) and (np.asarray(b.labels) == 1).any() for b in frame[SENT])
 
 
 def tune_threshold(estimator, X, y, rule: str = "f1"):
@@ -335,6 +407,9 @@ class Detector:
                                      exclude_implicit_true=self.exclude_implicit_true)
         if validation is None:
             frame = self.builder_.fit_transform(examples)
+            check_training_data(frame["label"].to_numpy(), frame["source_id"].to_numpy(),
+                                n_splits=max(2, int(round(1.0 / self.validation_size))),
+                                calibration=self.calibration)
             all_idx = np.arange(len(frame))
             split = frame["split"].astype(str).to_numpy()
             if validation_pool is not None and (split == validation_pool).any():
@@ -369,10 +444,42 @@ class Detector:
         return pd.concat([train, self.builder_.transform(edits)], ignore_index=True)
 
     def fit_frames(self, train, val):
-        """Fit on a training frame; calibrate and tune thresholds on a validation frame."""
+        """Fit on a training frame; calibrate and tune thresholds on a validation frame.
+
+        ``evqual`` and ``evqual-meta`` need sentence labels (spans on hallucinated answers); when the training
+        frame has none, the detector is trained as the method's response-level variant
+        (:data:`~evqual.models.RESPONSE_FALLBACK`): :attr:`method` becomes the variant's name, :attr:`fallback_`
+        records it and a :class:`~evqual.errors.ResponseLevelFallbackWarning` says so.
+        """
         self._check()
         y_train = train["label"].astype(int).to_numpy()
         y_val = val["label"].astype(int).to_numpy()
+        majority = CALIBRATION_FOLDS if self.calibration != "none" else 1
+        for part, y, rows, most in (("training part", y_train, train, 1), ("validation part", y_val, val, majority)):
+            pos = int(y.sum())
+            if min(pos, len(y) - pos) < 1 or max(pos, len(y) - pos) < most:
+                from ..errors import TrainingDataError
+
+                raise TrainingDataError(
+                    f"too little training data: the {part} holds {_plural(len(y), 'row')} ({pos} hallucinated, "
+                    f"{len(y) - pos} grounded); it needs both labels"
+                    + (f" and {most} rows of one of them ({self.calibration} calibration is "
+                       f"{CALIBRATION_FOLDS}-fold)" if most > 1 else "")
+                    + "; add rows (and sources)", rows=len(y), positives=pos,
+                    sources=len(set(rows["source_id"])) if "source_id" in rows.columns else 0)
+        self.fallback_ = None
+        variant = RESPONSE_FALLBACK.get(self.spec.name)
+        if variant is not None and not _has_sentence_labels(train):
+            import warnings
+
+            from ..errors import ResponseLevelFallbackWarning
+
+            reason = (f"the training data have answer labels but no spans, and '{self.spec.name}' learns from "
+                      f"sentence labels; trained the response-level variant '{variant}' (no sentence risks, "
+                      "sentence threshold or character spans)")
+            warnings.warn(reason, ResponseLevelFallbackWarning, stacklevel=2)
+            self.fallback_ = {"from": self.spec.name, "to": variant, "reason": reason}
+            self.method = variant
         self.model_ = self.spec.make().fit(train, y_train)
         frozen = FrozenEstimator(self.model_)
         if self.calibration == "none":

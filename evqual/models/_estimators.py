@@ -100,14 +100,100 @@ class TextColumn(TransformerMixin, BaseEstimator):
         return X[OUTPUT if self.column == "output" else TEXT].tolist()
 
 
+def encode_vocabulary(vocab: dict) -> tuple[np.ndarray, np.ndarray]:
+    """A ``{term: column}`` dict as ``(UTF-8 bytes of the terms in column order, term offsets)``.
+
+    >>> data, offsets = encode_vocabulary({"b": 1, "a": 0, "é": 2})
+    >>> data.tobytes().decode("utf-8"), offsets.tolist()
+    ('abé', [0, 1, 2, 4])
+    """
+    n = len(vocab)
+    terms = [None] * n
+    for term, i in vocab.items():
+        if not isinstance(term, str) or isinstance(i, bool) or not 0 <= int(i) < n or terms[int(i)] is not None:
+            raise ValueError("vocabulary_ must map distinct str terms to the columns 0..n-1")
+        terms[int(i)] = term
+    encoded = [t.encode("utf-8") for t in terms]
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum([len(e) for e in encoded], out=offsets[1:])
+    return np.frombuffer(b"".join(encoded), dtype=np.uint8).copy(), offsets
+
+
+def decode_vocabulary(data, offsets) -> dict:
+    """The ``{term: column}`` dict of :func:`encode_vocabulary`'s arrays, validated.
+
+    Raises
+    ------
+    ValueError
+        When the arrays are not a 1-D ``uint8`` array and a 1-D ``int64``
+        array of offsets from 0 to its length that never decrease, a term is
+        not valid UTF-8 or a term occurs twice.
+
+    >>> decode_vocabulary(*encode_vocabulary({"b": 1, "a": 0}))
+    {'a': 0, 'b': 1}
+    >>> decode_vocabulary(np.frombuffer(b"ab", dtype=np.uint8), np.array([0, 1, 1]))
+    Traceback (most recent call last):
+    ...
+    ValueError: vocabulary_offsets_ must run from 0 to the length of vocabulary_utf8_ without decreasing
+    """
+    if type(data) is not np.ndarray or data.dtype != np.uint8 or data.ndim != 1:
+        raise ValueError("vocabulary_utf8_ must be a 1-D uint8 array")
+    if type(offsets) is not np.ndarray or offsets.dtype != np.int64 or offsets.ndim != 1 or len(offsets) < 1:
+        raise ValueError("vocabulary_offsets_ must be a 1-D int64 array")
+    if offsets[0] != 0 or offsets[-1] != len(data) or np.any(np.diff(offsets) < 0):
+        raise ValueError("vocabulary_offsets_ must run from 0 to the length of vocabulary_utf8_ without decreasing")
+    raw = data.tobytes()
+    bounds = offsets.tolist()
+    try:
+        vocab = {raw[a:b].decode("utf-8"): i for i, (a, b) in enumerate(zip(bounds, bounds[1:]))}
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"vocabulary_utf8_ is not valid UTF-8 ({exc.reason})") from None
+    if len(vocab) != len(bounds) - 1:
+        raise ValueError("vocabulary_utf8_ holds a term twice")
+    return vocab
+
+
 class CompactTfidfVectorizer(TfidfVectorizer):
     """:class:`~sklearn.feature_extraction.text.TfidfVectorizer` that drops ``stop_words_`` after fitting.
 
     ``stop_words_`` lists every term pruned by ``min_df``/``max_features``
     (hundreds of thousands of n-grams); it is only there for inspection, and
     scikit-learn's documentation suggests deleting it before saving a model.
-    The vocabulary's indices are stored as plain ints, which skops writes inline.
+
+    Saved (``__getstate__``, what pickle and skops store), the ``vocabulary_``
+    dict becomes two flat arrays: ``vocabulary_utf8_``, the UTF-8 bytes of the
+    terms in column order (``uint8``), and ``vocabulary_offsets_``, where each
+    term starts and ends in them (``int64``, ``n_terms + 1`` values).  A dict
+    of 50,000 terms is 100,000 skops nodes to audit and construct; two arrays
+    are two.  ``__setstate__`` validates them (offsets from 0 to the end, never
+    decreasing; valid UTF-8; unique terms) and rebuilds the same dict; a state
+    holding the dict itself (models saved before) is read as it is.
+
+    >>> vec = CompactTfidfVectorizer().fit(["a red apple", "a green apple"])
+    >>> state = vec.__getstate__()
+    >>> "vocabulary_" in state, state["vocabulary_offsets_"].tolist()
+    (False, [0, 5, 10, 13])
+    >>> clone = CompactTfidfVectorizer.__new__(CompactTfidfVectorizer)
+    >>> clone.__setstate__(state)
+    >>> clone.vocabulary_ == vec.vocabulary_
+    True
     """
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        vocab = state.get("vocabulary_")
+        if isinstance(vocab, dict):
+            state = dict(state)
+            del state["vocabulary_"]
+            state["vocabulary_utf8_"], state["vocabulary_offsets_"] = encode_vocabulary(vocab)
+        return state
+
+    def __setstate__(self, state):
+        if "vocabulary_utf8_" in state or "vocabulary_offsets_" in state:
+            state = dict(state)
+            state["vocabulary_"] = decode_vocabulary(state.pop("vocabulary_utf8_", None),
+                                                     state.pop("vocabulary_offsets_", None))
+        super().__setstate__(state)
 
     def _compact(self):
         self.stop_words_ = None
@@ -242,7 +328,10 @@ class SentenceMaxClassifier(ClassifierMixin, BaseEstimator):
             V, ys, _ = _stack_sentences(X, self.columns_, with_labels=True, response_cols=self.response_columns_)
             keep = ys >= 0
             if keep.sum() == 0 or len(np.unique(ys[keep])) < 2:
-                raise ValueError("no sentence labels with both classes to fit on (spans are needed).")
+                raise ValueError("no sentence labels with both classes to fit on: this method learns from sentence "
+                                 "labels, which come from the spans of hallucinated answers ('spans' in the generic "
+                                 "JSONL), and the data have none; use a response-level method (evqual and "
+                                 "evqual-meta fall back to one by themselves).")
             self.estimator_ = clone(self.estimator).fit(V[keep], ys[keep])
         return self
 

@@ -11,7 +11,10 @@ A model folder must never run code.  Loading (:func:`load_detector`)
    ``$EVQUAL_MODEL_SHA256``), compares it *before anything else is read*;
 2. validates ``meta.json`` (size, required keys and types, thresholds finite and
    in [0, 1], known method, calibration, rule and entity backend, non-empty
-   feature lists) and compares the file's SHA-256 with the one it records.  That
+   feature lists naming only the features the model uses: no metadata feature
+   when ``uses_metadata`` is false) and compares the file's SHA-256 with the
+   one it records; a model trained with ``entity_backend="spacy"`` needs the
+   ``ner`` extra (:class:`~evqual.errors.MissingDependencyError` otherwise).  That
    hash catches a corrupted or accidentally replaced file; it is no defence
    against someone who can write the folder, since they rewrite ``meta.json``
    too.  Pinning is;
@@ -66,11 +69,21 @@ import numpy as np
 from .._version import __version__
 from ..features import FEATURES, feature_spec
 
-__all__ = ["save_detector", "load_detector", "read_meta", "ModelLoadError", "META_FORMAT", "TRUSTED_TYPES",
+__all__ = ["save_detector", "load_detector", "read_meta", "ModelLoadError", "META_FORMAT", "READ_FORMATS",
+           "model_features", "TRUSTED_TYPES",
            "default_model_path", "prediction_fingerprint", "build_model", "check_rebuild", "MODEL_SHA256_ENV",
            "fit_detector", "training_data_info"]
 
-META_FORMAT = 1
+META_FORMAT = 2
+"""The ``meta.json`` format :func:`save_detector` writes.
+
+Format 2 lists in ``response_features`` and ``sentence_features`` only the
+features the model uses (a content-only model lists no ``meta.*`` feature) and
+saves a TF-IDF vocabulary as two flat arrays; format 1 listed every feature of
+the featurizers.  Both are read (:data:`READ_FORMATS`).
+"""
+READ_FORMATS = (1, 2)
+"""The ``meta.json`` formats :func:`load_detector` reads."""
 MODEL_FILE = "model.skops"
 META_FILE = "meta.json"
 MODEL_SHA256_ENV = "EVQUAL_MODEL_SHA256"
@@ -292,8 +305,8 @@ def save_detector(detector, path, *, training_data: dict | None = None, metrics:
         "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "model_sha256": hashlib.sha256(data).hexdigest(),
         "prediction_fingerprint": fingerprint,
-        "response_features": builder.response_names,
-        "sentence_features": list(builder.sentence_names),
+        "response_features": model_features(builder.response_names, detector.spec.uses_metadata),
+        "sentence_features": model_features(builder.sentence_names, detector.spec.uses_metadata),
         "entity_backend": builder.entity_backend,
         "exclude_implicit_true": builder.exclude_implicit_true,
         "threshold": detector.threshold_,
@@ -305,6 +318,7 @@ def save_detector(detector, path, *, training_data: dict | None = None, metrics:
         "augment_rate": getattr(detector, "augment_rate", 0.5),
         "evidence_floor": dict(getattr(detector, "evidence_floor_", {}) or {}),
         "span_tagger": _span_meta(detector),
+        "fallback": getattr(detector, "fallback_", None),
         "training_data": training_data or {},
         "rows": {"train": detector.n_train_, "validation": detector.n_validation_},
         "metrics": metrics or {},
@@ -416,6 +430,27 @@ def _span_meta(detector) -> dict | None:
             "validation_char_f1": detector.validation_metrics_.get("span_f1")}
 
 
+def _family(name: str) -> str | None:
+    try:
+        return feature_spec(name).family
+    except KeyError:
+        return None
+
+
+def model_features(names, uses_metadata: bool) -> list[str]:
+    """The features a model reads of its featurizers' ``names``: all but the metadata family
+    (``meta.*``, ``sent.meta.*``) unless the method ``uses_metadata``.
+
+    The featurizers of every detector compute the metadata features; only the
+    methods that use metadata read them.  ``meta.json`` lists these names.
+
+    >>> from evqual.models import model_features
+    >>> model_features(["len.output_tokens.v1", "meta.temperature.v1"], uses_metadata=False)
+    ['len.output_tokens.v1']
+    """
+    return [n for n in names if uses_metadata or _family(n) != "meta"]
+
+
 # ---------------------------------------------------------------------------------------------- fingerprint
 def prediction_fingerprint(detector, examples=None, *, batch_size: int = FINGERPRINT_BATCH) -> dict:
     """A SHA-256 of a detector's predictions: response risks, sentence risks and spans.
@@ -517,7 +552,8 @@ def read_meta(path) -> dict:
         Naming the file and the field: a missing folder or file, invalid JSON,
         a missing field or one of the wrong type, a threshold that is not a
         finite number in [0, 1], an unknown method, calibration, threshold rule
-        or entity backend, an empty feature list.
+        or entity backend, an empty feature list, a metadata feature listed by
+        a model that uses no metadata (format 2).
 
     Examples
     --------
@@ -526,7 +562,7 @@ def read_meta(path) -> dict:
     'evqual'
     """
     from ._detector import CALIBRATIONS, THRESHOLD_RULES
-    from ._methods import METHODS
+    from ._methods import METHODS, RESPONSE_VARIANTS
 
     folder = Path(path)
     meta_path = folder / META_FILE
@@ -552,13 +588,15 @@ def read_meta(path) -> dict:
             raise ModelLoadError(f"{meta_path}: field '{key}' is missing")
         if not isinstance(meta[key], typ) or isinstance(meta[key], bool) and typ is not bool:
             raise ModelLoadError(f"{meta_path}: field '{key}' has the wrong type ({type(meta[key]).__name__})")
-    if meta["format"] != META_FORMAT:
-        raise ModelLoadError(f"{meta_path}: format {meta['format']} is not supported (expected {META_FORMAT})")
+    if meta["format"] not in READ_FORMATS:
+        raise ModelLoadError(f"{meta_path}: format {meta['format']} is not supported (this evqual reads "
+                             f"{', '.join(map(str, READ_FORMATS))}; retrain the model with this evqual)")
     _check_sha256_field(meta_path, "model_sha256", meta["model_sha256"])
-    for key, known in (("method", tuple(METHODS)), ("calibration", CALIBRATIONS),
+    for key, known in (("method", tuple(METHODS) + tuple(RESPONSE_VARIANTS)), ("calibration", CALIBRATIONS),
                        ("threshold_rule", THRESHOLD_RULES), ("entity_backend", ENTITY_BACKENDS)):
         if meta[key] not in known:
             raise _meta_error(meta_path, key, f"must be one of {', '.join(known)}; got {_oneline(meta[key], 80)!r}")
+    _check_fallback(meta_path, meta)
     from ..data import AUGMENT_VERSIONS
 
     if meta.get("augment") is not None and meta["augment"] not in AUGMENT_VERSIONS:
@@ -584,6 +622,20 @@ def read_meta(path) -> dict:
             raise _meta_error(meta_path, key, "is empty (every method is fitted on its featurizers' features)")
         if not all(isinstance(n, str) for n in names):
             raise _meta_error(meta_path, key, "must be a list of feature names")
+    if meta["format"] >= 2:  # only the features the model uses
+        uses = meta.get("uses_metadata")
+        if not isinstance(uses, bool):
+            raise _meta_error(meta_path, "uses_metadata", "must be true or false")
+        if uses != METHODS[meta["method"]].uses_metadata:
+            raise _meta_error(meta_path, "uses_metadata", f"is {str(uses).lower()} but method {meta['method']!r} "
+                                                          f"{'uses' if not uses else 'does not use'} metadata")
+        for key in ("response_features", "sentence_features"):
+            extra = [n for n in meta[key] if not uses and _family(n) == "meta"]
+            if extra:
+                raise _meta_error(meta_path, key, f"lists the metadata feature {_oneline(extra[0], 80)!r}, which "
+                                                  f"a model that uses no metadata (uses_metadata false) does not read")
+            if len(set(meta[key])) != len(meta[key]):
+                raise _meta_error(meta_path, key, "lists a feature twice")
     floors = meta.get("evidence_floor", {})
     if not isinstance(floors, dict):
         raise _meta_error(meta_path, "evidence_floor", f"must be an object; got {type(floors).__name__}")
@@ -604,6 +656,25 @@ def read_meta(path) -> dict:
             if isinstance(fp.get(key), bool) or not isinstance(fp.get(key), int) or fp[key] < 0:
                 raise _meta_error(meta_path, f"prediction_fingerprint.{key}", "must be a non-negative integer")
     return meta
+
+
+def _check_fallback(meta_path, meta: dict) -> None:
+    """``fallback`` (optional): null, or ``{"from", "to", "reason"}`` naming a method and its variant = ``method``."""
+    from ._methods import RESPONSE_FALLBACK
+
+    fb = meta.get("fallback")
+    if fb is None:
+        return
+    if not isinstance(fb, dict) or set(fb) != {"from", "to", "reason"}:
+        raise _meta_error(meta_path, "fallback", "must be null or an object with exactly 'from', 'to' and 'reason'")
+    if fb["from"] not in RESPONSE_FALLBACK:
+        raise _meta_error(meta_path, "fallback.from", f"must be one of {', '.join(RESPONSE_FALLBACK)}; got "
+                                                      f"{_oneline(repr(fb['from']), 80)}")
+    if fb["to"] != RESPONSE_FALLBACK[fb["from"]] or fb["to"] != meta["method"]:
+        raise _meta_error(meta_path, "fallback.to", f"must be {RESPONSE_FALLBACK[fb['from']]!r}, the variant of "
+                                                    f"{fb['from']!r} and the model's method {meta['method']!r}")
+    if not isinstance(fb["reason"], str) or not fb["reason"].strip():
+        raise _meta_error(meta_path, "fallback.reason", "must be a non-empty string")
 
 
 def _check_features(meta: dict, meta_path: Path) -> None:
@@ -728,6 +799,7 @@ def _audit_schema(zf: zipfile.ZipFile, model_path: Path) -> set:
         raise ModelLoadError(f"{model_path}: schema.json at the root: the root must be an "
                              f"evqual.models.Detector; got {_oneline(f'{module}.{cls}', 120)!r}; refusing to load")
     members = {info.filename: info for info in zf.infolist()}
+    headers: dict = {}  # .npy header bytes -> numpy's parse of them
     referenced: set = set()
     found: set = set()
     active: set = set()  # __id__ of the nodes on the current path (a repeat would make skops loop)
@@ -795,7 +867,7 @@ def _audit_schema(zf: zipfile.ZipFile, model_path: Path) -> set:
                 if type(file) is not str or file not in members or not file.endswith(".npy"):
                     raise fail(link, f"zip member {_oneline(repr(file), 80)} is missing", "file")
                 referenced.add(file)
-                problem = _check_npy(zf, members[file])
+                problem = _check_npy(zf, members[file], headers)
                 if problem:
                     raise fail(link, f"{_oneline(file, 80)}: {problem}", "file")
             elif kind == "json":
@@ -837,29 +909,51 @@ def _audit_schema(zf: zipfile.ZipFile, model_path: Path) -> set:
     return found
 
 
-def _check_npy(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> str | None:
+def _check_npy(zf: zipfile.ZipFile, info: zipfile.ZipInfo, headers: dict | None = None) -> str | None:
     """What is wrong with a ``.npy`` member's header (``None`` when nothing): version, object dtype,
-    a size that does not match its shape."""
+    a size that does not match its shape.
+
+    ``headers`` caches numpy's parse of a header by its exact bytes (a model's
+    trees share a few dozen headers among thousands of members): the same
+    bytes give the same parse, so nothing is checked less.
+    """
     from numpy.lib import format as npformat
 
     try:
         with zf.open(info) as fh:
-            version = npformat.read_magic(fh)
-            if version == (1, 0):
-                shape, _, dtype = npformat.read_array_header_1_0(fh)
-            elif version == (2, 0):
-                shape, _, dtype = npformat.read_array_header_2_0(fh)
-            else:
+            prefix = fh.read(8)  # magic string and version
+            if len(prefix) < 8 or prefix[:6] != b"\x93NUMPY":
+                return "not a valid .npy array (bad magic string)"
+            version = (prefix[6], prefix[7])
+            if version not in ((1, 0), (2, 0)):
                 return f"unsupported .npy version {version}"
-            offset = fh.tell()
-    except (ValueError, TypeError, SyntaxError, OSError, EOFError, zipfile.BadZipFile, RecursionError,
-            MemoryError) as exc:
+            width = 2 if version == (1, 0) else 4
+            prefix += fh.read(width)  # the header's length
+            if len(prefix) < 8 + width:
+                return "not a valid .npy array (a truncated header)"
+            raw = prefix + fh.read(int.from_bytes(prefix[8:], "little"))
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error, MemoryError) as exc:
         return f"not a valid .npy array ({_oneline(exc, 120)})"
+    parsed = headers.get(raw) if headers is not None else None
+    if parsed is None:
+        try:
+            fh = io.BytesIO(raw)
+            npformat.read_magic(fh)
+            read = npformat.read_array_header_1_0 if version == (1, 0) else npformat.read_array_header_2_0
+            shape, _, dtype = read(fh)
+            if fh.tell() != len(raw):
+                return "not a valid .npy array (a truncated header)"
+        except (ValueError, TypeError, SyntaxError, OSError, EOFError, RecursionError, MemoryError) as exc:
+            return f"not a valid .npy array ({_oneline(exc, 120)})"
+        parsed = (shape, dtype)
+        if headers is not None:
+            headers[raw] = parsed
+    shape, dtype = parsed
     if dtype.hasobject:
         return "object arrays are not allowed in a .npy member"
     if not all(isinstance(n, int) and n >= 0 for n in shape):
         return "invalid shape"
-    if math.prod(shape) * dtype.itemsize != info.file_size - offset:
+    if math.prod(shape) * dtype.itemsize != info.file_size - len(raw):
         return f"its shape {tuple(shape)} does not match its size"
     return None
 
@@ -870,7 +964,7 @@ def _check_detector(det, meta: dict, model_path: Path) -> None:
     from ..features import EvidenceFeaturizer
     from ._detector import CALIBRATIONS, THRESHOLD_RULES, Detector
     from ._frame import FrameBuilder
-    from ._methods import METHODS
+    from ._methods import METHODS, RESPONSE_VARIANTS, get_method
     from ._spans import SpanTagger
 
     if type(det) is not Detector:
@@ -894,7 +988,8 @@ def _check_detector(det, meta: dict, model_path: Path) -> None:
                 or not 0.0 <= value <= 1.0:
             raise fail(name, f"must be a finite number in [0, 1]; got {_oneline(repr(value), 60)}")
 
-    for name, known, key in (("method", tuple(METHODS), "method"), ("calibration", CALIBRATIONS, "calibration"),
+    for name, known, key in (("method", tuple(METHODS) + tuple(RESPONSE_VARIANTS), "method"),
+                             ("calibration", CALIBRATIONS, "calibration"),
                              ("threshold_rule", THRESHOLD_RULES, "threshold_rule"),
                              ("entity_backend", ENTITY_BACKENDS, "entity_backend")):
         value = get(name)
@@ -924,8 +1019,10 @@ def _check_detector(det, meta: dict, model_path: Path) -> None:
             raise fail(f"builder_.{name}", "must be an EvidenceFeaturizer")
     if vars(builder).get("entity_backend") != meta["entity_backend"]:
         raise fail("builder_.entity_backend", f"does not match meta.json ({meta['entity_backend']!r})")
+    # format 1 listed every feature of the featurizers, format 2 the ones the model uses
+    uses = meta["uses_metadata"] if meta["format"] >= 2 else True
     try:
-        names = (list(builder.response_names), list(builder.sentence_names))
+        names = (model_features(builder.response_names, uses), model_features(builder.sentence_names, uses))
     except Exception as exc:  # noqa: BLE001 - a malformed featurizer
         raise fail("builder_", f"cannot list its features ({type(exc).__name__}: {_oneline(exc, 120)})") from None
     for key, got in zip(("response_features", "sentence_features"), names):
@@ -933,7 +1030,9 @@ def _check_detector(det, meta: dict, model_path: Path) -> None:
             raise ModelLoadError(f"{model_path}: the featurizers compute other features than meta.json field "
                                  f"'{key}' lists; refusing to load")
     # the model: the classes its method builds
-    _check_structure(get("model_"), METHODS[attrs["method"]].make(), "model_", fail)
+    _check_structure(get("model_"), get_method(attrs["method"]).make(), "model_", fail)
+    if get("fallback_", None) != meta.get("fallback"):
+        raise fail("fallback_", "does not match meta.json field 'fallback'")
     calibrator = get("calibrator_")
     want = {"sigmoid": "_SigmoidCalibration", "isotonic": "IsotonicRegression", "none": "NoneType"}
     if type(calibrator).__name__ != want[attrs["calibration"]] or \
@@ -984,6 +1083,9 @@ def _check_structure(model, fresh, name, fail) -> None:
             if key not in got or type(got[key]) is not type(value):
                 raise fail(f"{name}.{key}", f"must be a {type(value).__name__}; got "
                                             f"{type(got.get(key)).__name__}")
+
+
+_LEAVES = frozenset({str, int, float, bool, bytes, type(None), np.float64, np.int64, np.bool_})
 
 
 def _check_trees(det, model_path: Path) -> None:
@@ -1041,16 +1143,17 @@ def _check_trees(det, model_path: Path) -> None:
                     raise fail(f"{where}.estimators_[{i}]", f"must be a decision tree over {n} features")
         if isinstance(obj, BaseHistGradientBoosting) and "_predictors" in vars(obj):
             _check_hgb(obj, n_features(obj, where), where, fail, checked)
-        # children
+        # children; plain scalars (exactly these types) hold nothing and are not walked (a 50,000-term
+        # vocabulary is one dict of str to int)
         if isinstance(obj, dict):
-            stack.extend((v, f"{where}[{k!r}]") for k, v in obj.items())
+            stack.extend((v, f"{where}[{k!r}]") for k, v in obj.items() if type(v) not in _LEAVES)
         elif isinstance(obj, (list, tuple)):
-            stack.extend((v, f"{where}[{i}]") for i, v in enumerate(obj))
+            stack.extend((v, f"{where}[{i}]") for i, v in enumerate(obj) if type(v) not in _LEAVES)
         elif isinstance(obj, np.ndarray):
             if obj.dtype == object:
-                stack.extend((v, f"{where}[{i}]") for i, v in enumerate(obj.ravel()))
+                stack.extend((v, f"{where}[{i}]") for i, v in enumerate(obj.ravel()) if type(v) not in _LEAVES)
         elif hasattr(obj, "__dict__") and type(obj).__module__.split(".")[0] in ("evqual", "sklearn"):
-            stack.extend((v, f"{where}.{k}") for k, v in vars(obj).items())
+            stack.extend((v, f"{where}.{k}") for k, v in vars(obj).items() if type(v) not in _LEAVES)
     loose = [w for i, w in seen_trees.items() if i not in checked]
     if loose:
         raise fail(loose[0], "a tree outside the estimator that owns it")
@@ -1160,6 +1263,9 @@ def load_detector(path, *, sha256: str | None = None):
 
     Raises
     ------
+    evqual.errors.MissingDependencyError
+        When the model was trained with ``entity_backend="spacy"`` and spaCy
+        or its pipeline (the ``ner`` extra) is not installed.
     ModelLoadError
         Naming the file and the field: a SHA-256 that differs from the pinned
         one or from ``meta.json``'s, a missing or malformed ``meta.json``, a
@@ -1206,6 +1312,10 @@ def load_detector(path, *, sha256: str | None = None):
         raise ModelLoadError(f"{model_path}: SHA-256 {digest[:12]}... does not match meta.json "
                              f"({meta['model_sha256'][:12]}...); the file was modified after saving. Refusing to load.")
     _check_features(meta, meta_path)
+    if meta["entity_backend"] == "spacy":  # before anything is built: a clear error, not one at predict time
+        from ..text import require_spacy
+
+        require_spacy(f"the model {folder} (trained with entity_backend='spacy')")
     if _version_tuple(meta["evqual_version"]) > _version_tuple(__version__):
         warnings.warn(f"{meta_path}: saved by evqual {meta['evqual_version']}, newer than this "
                       f"{__version__}", UserWarning, stacklevel=2)
@@ -1251,12 +1361,14 @@ def fit_detector(examples, *, method: str = "evqual", calibration: str = "sigmoi
     The calibration and threshold part is 25% of the sources of the
     ``validation_split`` split when the data has one, else 20% of all sources.
     """
+    from ..errors import ResponseLevelFallbackWarning
     from ._detector import Detector
 
     det = Detector(method, calibration=calibration, threshold_rule=threshold_rule, entity_backend=entity_backend,
                    augment=augment, evidence_floor=evidence_floor)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        warnings.simplefilter("always", ResponseLevelFallbackWarning)  # the one a user must see
         return det.fit(examples, validation_pool=validation_split or None)
 
 

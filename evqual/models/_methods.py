@@ -53,7 +53,8 @@ from sklearn.preprocessing import StandardScaler
 
 from ._estimators import CompactTfidfVectorizer, FeatureSelector, SentenceMaxClassifier, StackedEvidenceClassifier, TextColumn
 
-__all__ = ["MethodSpec", "METHODS", "get_method", "list_methods", "EVIDENCE_FAMILIES"]
+__all__ = ["MethodSpec", "METHODS", "get_method", "list_methods", "EVIDENCE_FAMILIES", "SEED_002",
+           "RESPONSE_VARIANTS", "RESPONSE_FALLBACK"]
 
 EVIDENCE_FAMILIES = ("coverage", "support", "semantic", "entity", "number", "length")
 """Seed 002's evidence-quality groups (Table 3 without metadata)."""
@@ -210,8 +211,30 @@ METHODS: dict[str, MethodSpec] = {n: MethodSpec(n, s, d, m, sl, um, span_tagger=
                                   for n, s, d, m, sl, um in _SPECS}
 
 
+def _evqual_response(include_metadata: bool):
+    # evqual's response features (all content families, the checks, task; metadata for -meta) without the
+    # sentence model, which needs sentence labels (spans); smaller leaves than evqual's for small logs
+    return lambda: make_pipeline(FeatureSelector(families=None, include_metadata=include_metadata),
+                                 _hgb(min_samples_leaf=10, max_leaf_nodes=15))
+
+
+RESPONSE_VARIANTS: dict[str, MethodSpec] = {
+    "evqual-response": MethodSpec("evqual-response", "evqual", "evqual's response features and gradient boosting "
+                                  "without the sentence model (training data without spans)",
+                                  _evqual_response(False), False, False),
+    "evqual-meta-response": MethodSpec("evqual-meta-response", "evqual", "evqual-meta's response features and "
+                                       "gradient boosting without the sentence model (training data without spans)",
+                                       _evqual_response(True), False, True),
+}
+"""Response-level variants that :class:`~evqual.models.Detector` falls back to; not in :data:`METHODS`
+(``evqual reproduce`` does not run them) but known to :func:`get_method` and to saved models."""
+
+RESPONSE_FALLBACK = {"evqual": "evqual-response", "evqual-meta": "evqual-meta-response"}
+"""Method -> the response-level variant it is trained as when the data have labels but no spans."""
+
+
 def get_method(name: str) -> MethodSpec:
-    """The :class:`MethodSpec` called ``name``.
+    """The :class:`MethodSpec` called ``name`` (a method of :data:`METHODS` or of :data:`RESPONSE_VARIANTS`).
 
     Raises
     ------
@@ -219,8 +242,8 @@ def get_method(name: str) -> MethodSpec:
         Naming the known methods when ``name`` is not one.
     """
     try:
-        return METHODS[name]
-    except KeyError:
+        return METHODS[name] if name in METHODS else RESPONSE_VARIANTS[name]
+    except (KeyError, TypeError):
         raise ValueError(f"unknown method {name!r}; choose one of: {', '.join(METHODS)}") from None
 
 

@@ -126,11 +126,17 @@ class AuditLog:
     A score record has the keys ``time`` (UTC, ISO-8601, ``Z``), ``id``,
     ``model`` (``name``, ``method``, ``version``, ``sha256``),
     ``threshold``, ``topics``, ``sensitive``, ``risk``, ``flagged``,
-    ``decision``, ``verify``, ``spans`` (``start``, ``end``, ``text``,
-    ``risk``), ``reason_codes``, ``flagged_sentences`` (``index``,
+    ``decision``, ``rule`` (the policy rule that decided), ``verify``,
+    ``spans`` (``start``, ``end``, ``text``, ``risk``), ``reason_codes``
+    (of the flagged sentences), ``flagged_sentences`` (``index``,
     ``start``, ``end``, ``risk``, ``reasons`` as codes,
-    ``evidence_chunk_id``), ``input_sha256`` and ``policy`` (None when not
-    given). An error record (:meth:`write_error`) has ``time``, ``id``,
+    ``evidence_chunk_id``), ``note_codes`` and ``notes`` (the same for
+    every sentence that is not flagged but has reasons, with ``note``: its
+    own signals would have flagged it in an answer that is shown),
+    ``label`` (the gold or user label, or None), ``warnings`` (codes),
+    ``input_sha256`` and ``policy`` (None when not given).  As in every
+    output, an answer is flagged exactly when ``flagged_sentences`` is not
+    empty. An error record (:meth:`write_error`) has ``time``, ``id``,
     ``line`` and ``error``. Records are strict JSON: a NaN risk is refused
     before anything is written.
 
@@ -247,6 +253,7 @@ class AuditLog:
             "risk": result.risk,
             "flagged": result.flagged,
             "decision": result.decision,
+            "rule": result.rule,
             "verify": result.verify,
             "spans": [{"start": s.start, "end": s.end, "text": s.text, "risk": s.risk} for s in result.spans],
             "reason_codes": result.reason_codes,
@@ -256,6 +263,15 @@ class AuditLog:
                  "evidence_chunk_id": s.evidence.chunk_id if s.evidence is not None else None}
                 for s in result.sentences if s.flagged
             ],
+            "note_codes": result.note_codes,
+            "notes": [
+                {"index": s.index, "start": s.start, "end": s.end, "risk": s.risk, "note": s.note,
+                 "reasons": [r.code for r in s.reasons],
+                 "evidence_chunk_id": s.evidence.chunk_id if s.evidence is not None else None}
+                for s in result.sentences if not s.flagged and (s.reasons or s.note)
+            ],
+            "label": result.label,
+            "warnings": [w.get("code") if isinstance(w, dict) else str(w) for w in result.warnings],
             "input_sha256": input_sha256,
             "policy": policy,
         }

@@ -92,7 +92,7 @@ def _scorer(model=None, policy=None, *, sha256: str | None = None):
     if isinstance(model, Detector):
         return Scorer(model, policy=policy)
     if model is not None and not isinstance(model, (str, os.PathLike)):
-        if hasattr(model, "score_batch") and policy is None:
+        if (hasattr(model, "score_batch") or hasattr(model, "score_examples")) and policy is None:
             return model
         raise TypeError(f"model must be None, a model folder, a Scorer or a Detector; got {type(model).__name__}")
     from ..models import default_model_path, load_detector

@@ -61,7 +61,7 @@ def resolve_jobs(jobs) -> int:
 _WORKER: dict = {}
 
 
-def _init_worker(scorer, path: str) -> None:
+def _init_worker(scorer, path: str, include_context: bool = True) -> None:
     """Worker initializer: keep the scorer (received once per process); one BLAS/OpenMP thread.
 
     ``jobs`` processes share the cores: a thread pool per worker would only
@@ -75,32 +75,36 @@ def _init_worker(scorer, path: str) -> None:
         _WORKER["limits"] = threadpool_limits(1)
     except Exception:  # noqa: BLE001 - threadpoolctl comes with scikit-learn; without it, keep the defaults
         pass
-    _WORKER["scorer"], _WORKER["path"] = scorer, path
+    _WORKER["scorer"], _WORKER["path"], _WORKER["context"] = scorer, path, include_context
 
 
 def _score_block(block):
-    """Score ``[(line, Example), ...]``; per line ``(json_line, ScoreResult)`` or ``(None, DataIssue)``.
+    """Score ``[(line, Example, extra), ...]``; per line ``(json_line, ScoreResult)`` or ``(None, DataIssue)``.
 
     The same steps as :func:`score_file` takes for one batch: a batch that
     fails is retried answer by answer, and a result that cannot be written
     as JSON is an error of its line.
     """
+    import dataclasses
+
     from ..errors import DataIssue
 
-    scorer, path = _WORKER["scorer"], _WORKER["path"]
+    scorer, path, include_context = _WORKER["scorer"], _WORKER["path"], _WORKER["context"]
 
-    def score_one(line, ex):
+    def score_one(line, ex, extra):
         try:
-            return scorer.score_batch([ex], batch_size=1)[0]
+            return scorer.score_examples([ex], extras=[extra])[0]
         except Exception as exc:  # noqa: BLE001 - one answer must never end the run
             return DataIssue("E110", path, line, None, f"scoring failed: {type(exc).__name__}: {exc}"[:500])
 
     try:
-        results = scorer.score_batch([ex for _, ex in block], batch_size=len(block))
+        results = scorer.score_examples([ex for _, ex, _ in block], extras=[extra for _, _, extra in block])
     except Exception:  # noqa: BLE001 - isolate the answer that fails, keep the others
-        results = [score_one(line, ex) for line, ex in block]
+        results = [score_one(line, ex, extra) for line, ex, extra in block]
     out = []
-    for (line, _), res in zip(block, results):
+    for (line, _, _), res in zip(block, results):
+        if not isinstance(res, DataIssue) and not include_context:
+            res = dataclasses.replace(res, context="")
         if not isinstance(res, DataIssue):
             try:
                 out.append((_dumps_line({"line": line, **res.to_dict()}), res))
@@ -143,7 +147,8 @@ def _context(start_method):
 
 
 def score_file_parallel(path, out, scorer, *, jobs=None, policy=None, audit=None, progress=None,
-                        batch_size: int = 16, limits=None, start_method: str | None = None):
+                        batch_size: int = 16, limits=None, include_context: bool = True,
+                        start_method: str | None = None):
     """:func:`score_file` with ``jobs`` worker processes: the same output, byte for byte, in input order.
 
     Parameters
@@ -169,6 +174,8 @@ def score_file_parallel(path, out, scorer, *, jobs=None, policy=None, audit=None
     batch_size : int, default=16
         Answers per block sent to a worker.  Results do not depend on it.
     limits : evqual.data.Limits, optional
+    include_context : bool, default=True
+        False: each result's ``context`` is left out (``evqual score --no-context``).
     start_method : str, optional
         ``"forkserver"`` (default where available), ``"spawn"`` or ``"fork"``
         (fastest start, but safe only in a process without threads that has
@@ -209,7 +216,8 @@ def score_file_parallel(path, out, scorer, *, jobs=None, policy=None, audit=None
         raise ValueError(f"batch_size must be >= 1; got {batch_size}")
     scoring = _scorer(scorer, policy)
     if jobs == 1:
-        return score_file(path, out, scoring, audit=audit, progress=progress, batch_size=batch_size, limits=limits)
+        return score_file(path, out, scoring, audit=audit, progress=progress, batch_size=batch_size, limits=limits,
+                          include_context=include_context)
     policy = getattr(scoring, "policy", None)
     policy_dict = policy.to_dict() if policy is not None and audit is not None else None
     ctx = _context(start_method)
@@ -217,7 +225,7 @@ def score_file_parallel(path, out, scorer, *, jobs=None, policy=None, audit=None
 
     n_ok = n_bad = 0
     n_flushed = 0
-    pending: list = []  # (line, example) of the next block
+    pending: list = []  # (line, example, extra) of the next block
     slots: deque = deque()  # _Block or (line, issues, id) of an error record, in input order
     n_in_flight = 0
     max_in_flight = _IN_FLIGHT_PER_JOB * jobs
@@ -225,7 +233,7 @@ def score_file_parallel(path, out, scorer, *, jobs=None, policy=None, audit=None
 
     def new_pool():
         return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker,
-                                   initargs=(scoring, spath))
+                                   initargs=(scoring, spath, include_context))
 
     def write(line_no, text):
         try:
@@ -259,7 +267,7 @@ def score_file_parallel(path, out, scorer, *, jobs=None, policy=None, audit=None
 
     def died(block, exc):
         why = f"scoring failed: the worker process died ({type(exc).__name__}: {exc})"[:500]
-        return [(None, DataIssue("E110", spath, line, None, why)) for line, _ in block]
+        return [(None, DataIssue("E110", spath, line, None, why)) for line, _, _ in block]
 
     def recover():
         """The pool broke: score every unfinished block again, alone, in a fresh pool."""
@@ -303,7 +311,7 @@ def score_file_parallel(path, out, scorer, *, jobs=None, policy=None, audit=None
                 if head.results is None and not head.future.done() and not must:
                     return
                 results = results_of(head)
-                for (line, ex), (text, res) in zip(head.items, results):
+                for (line, ex, _), (text, res) in zip(head.items, results):
                     if text is None:
                         emit_error(line, [res], ex.id)
                         continue
@@ -343,7 +351,7 @@ def score_file_parallel(path, out, scorer, *, jobs=None, policy=None, audit=None
     try:
         pool = new_pool()
         try:
-            for line, ex, issues, record_id in iter_records(path, limits=limits, with_ids=True):
+            for line, ex, issues, record_id, extra in iter_records(path, limits=limits, with_extra=True):
                 if ex is None:
                     queue_error(line, issues, record_id)
                     continue
@@ -353,7 +361,7 @@ def score_file_parallel(path, out, scorer, *, jobs=None, policy=None, audit=None
                         queue_error(line, [DataIssue("E108", spath, line, "id",
                                                      f"id {ex.id!r} already used on line {first}")], ex.id)
                         continue
-                pending.append((line, ex))
+                pending.append((line, ex, extra))
                 if len(pending) >= batch_size:
                     submit()
         except EvqualDataError:  # the input cannot be read further: what was read is still scored and written

@@ -38,6 +38,7 @@ import numpy as np
 from .._version import __version__
 from ..explain import citation_for, explanation_text, model_risk_reason, sentence_reasons
 from ..results import ModelInfo, ScoreResult, SentenceResult, SpanResult
+from ..text import language_warning
 from ._policy import Policy
 
 __all__ = ["Scorer", "as_scoring_example", "model_info", "split_extra"]
@@ -364,9 +365,28 @@ def _gold(ex):
     return None
 
 
+_LANGUAGE_SAMPLE = 20_000
+
+
 def _warnings(ex) -> list:
-    """Conditions that make the score of ``ex`` less reliable (see :func:`evqual.text.language_warning`)."""
-    return []
+    """Conditions that make the score of ``ex`` less reliable.
+
+    ``W001`` (:func:`evqual.text.language_warning`): the answer, or else its
+    context, looks non-English; evqual's features and checks are built for
+    English.  ``details["field"]`` names which text.  The context is judged
+    on its first 20,000 characters.
+    """
+    out = []
+    for name, text in (("output", ex.output), ("context", ex.context[:_LANGUAGE_SAMPLE])):
+        w = language_warning(text)
+        if w is not None:
+            w = dict(w)
+            w["details"] = {**w.get("details", {}), "field": name}
+            if name == "context":
+                w["message"] = w["message"].replace("the answer is", "the context is", 1)
+            out.append(w)
+            break
+    return out
 
 
 def _sentence_of(offsets, pos: int, starts=None) -> int:

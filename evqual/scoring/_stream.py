@@ -7,6 +7,7 @@ an *error record* naming its line, field and reason, and the run goes on.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from ._audit import input_sha256
@@ -63,7 +64,7 @@ def _dumps_line(record: dict) -> str:
 
 
 def score_file(path, out, scorer, *, policy=None, audit=None, progress=None, batch_size: int = 16,
-               limits=None):
+               limits=None, include_context: bool = True):
     """Score every line of ``path`` and write one JSON line per input line to ``out`` (a text stream).
 
     No input line can stop the run: a line that cannot be read or scored gets
@@ -74,9 +75,11 @@ def score_file(path, out, scorer, *, policy=None, audit=None, progress=None, bat
 
     Parameters
     ----------
-    path : str or Path
-        A generic JSONL or a RAGTruth ``response.jsonl`` (see
-        :func:`evqual.data.iter_records`).
+    path : str, Path or binary stream
+        A generic JSONL or a RAGTruth ``response.jsonl``, or a binary stream
+        of generic JSONL such as ``sys.stdin.buffer`` (see
+        :func:`evqual.data.iter_records`).  Fields of a line that evqual does
+        not read pass through to the result's ``extra``.
     out : text stream
         Receives ``{"line": n, **ScoreResult.to_dict()}`` or an error record
         ``{"line": n, "id", "error", "issues"}`` per input line, flushed after
@@ -96,6 +99,9 @@ def score_file(path, out, scorer, *, policy=None, audit=None, progress=None, bat
         not depend on it.
     limits : evqual.data.Limits, optional
         Size caps per line (default :data:`evqual.data.DEFAULT_LIMITS`).
+    include_context : bool, default=True
+        Write each answer's context in its result (``False``: ``"context":
+        ""``, for smaller outputs; reports then cannot show it).
 
     Returns
     -------
@@ -113,7 +119,7 @@ def score_file(path, out, scorer, *, policy=None, audit=None, progress=None, bat
 
     n_ok = n_bad = done = 0
     n_flushed = 0
-    pending: list = []  # (line, example)
+    pending: list = []  # (line, example, extra)
     policy = policy if policy is not None else getattr(scorer, "policy", None)
     policy_dict = policy.to_dict() if policy is not None and audit is not None else None
 
@@ -137,9 +143,9 @@ def score_file(path, out, scorer, *, policy=None, audit=None, progress=None, bat
                     "; ".join(f"{i.code} {i.field or 'line'}: {i.message}" for i in issues), id=id)
         write(line, error_record(line, issues, id))
 
-    def score_one(line, ex):
+    def score_one(line, ex, extra):
         try:
-            return scorer.score_batch([ex], policy=policy)[0]
+            return scorer.score_examples([ex], policy=policy, extras=[extra])[0]
         except Exception as exc:  # noqa: BLE001 - one answer must never end the run
             return DataIssue("E110", str(path), line, None, f"scoring failed: {type(exc).__name__}: {exc}"[:500])
 
@@ -148,10 +154,13 @@ def score_file(path, out, scorer, *, policy=None, audit=None, progress=None, bat
         if not pending:
             return
         try:
-            results = scorer.score_batch([ex for _, ex in pending], policy=policy, batch_size=len(pending))
+            results = scorer.score_examples([ex for _, ex, _ in pending], policy=policy,
+                                            extras=[extra for _, _, extra in pending])
         except Exception:  # noqa: BLE001 - isolate the answer that fails, keep the others
-            results = [score_one(line, ex) for line, ex in pending]
-        for (line, ex), res in zip(pending, results):
+            results = [score_one(line, ex, extra) for line, ex, extra in pending]
+        for (line, ex, _), res in zip(pending, results):
+            if not isinstance(res, DataIssue) and not include_context:
+                res = dataclasses.replace(res, context="")
             if not isinstance(res, DataIssue):
                 try:
                     record = {"line": line, **res.to_dict()}
@@ -180,7 +189,7 @@ def score_file(path, out, scorer, *, policy=None, audit=None, progress=None, bat
 
     seen_ids: dict = {}
     try:
-        for line, ex, issues, record_id in iter_records(path, limits=limits, with_ids=True):
+        for line, ex, issues, record_id, extra in iter_records(path, limits=limits, with_extra=True):
             if ex is None:
                 flush()  # keep the input order
                 emit_error(line, issues, record_id)  # the id of a bad line, when it has one
@@ -192,7 +201,7 @@ def score_file(path, out, scorer, *, policy=None, audit=None, progress=None, bat
                     emit_error(line, [DataIssue("E108", str(path), line, "id",
                                                 f"id {ex.id!r} already used on line {first}")], ex.id)
                     continue
-            pending.append((line, ex))
+            pending.append((line, ex, extra))
             if len(pending) >= batch_size:
                 flush()
     except EvqualDataError:  # the input cannot be read further: what was read is still scored and written

