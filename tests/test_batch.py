@@ -298,3 +298,13 @@ def test_score_frame_policy_from_a_toml(scorer, tmp_path):
     df = pd.DataFrame({"id": ["a"], "context": [GOOD["context"]], "output": ["It opened in 1931."]})
     out = score_frame(df, scorer, policy=strict)
     assert out.loc[0, "threshold"] == pytest.approx(0.01) and bool(out.loc[0, "flagged"])
+
+
+def test_cli_jobs_2_reads_standard_input(tmp_path, mixed_path, monkeypatch):
+    outs = []
+    for jobs in ("1", "2"):
+        monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(mixed_path.read_bytes())))
+        out = tmp_path / f"stdin{jobs}.jsonl"
+        assert main(["score", "-", "--out", str(out), "--no-progress", "--jobs", jobs, "--no-context"]) == 1
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1] and len(outs[0].splitlines()) == len(MIXED_LINES) - 2
