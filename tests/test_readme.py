@@ -27,21 +27,3 @@ def test_the_production_snippet_runs_as_written(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (tmp_path / "audit.jsonl").read_text(encoding="utf-8").count("\n") == 2
     assert "('a1', " in proc.stdout and "('a2', " in proc.stdout
-
-
-def test_the_synopsis_lists_every_option_of_every_command():
-    # the README's command-line synopsis must not lag `--help`
-    from evqual.cli import build_parser
-
-    parser = build_parser()
-    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
-    start = README.index("## Command line")
-    synopsis = README[start:README.index("```", README.index("```text", start) + 7)]
-    missing = []
-    for name, cmd in sub.choices.items():
-        assert f"evqual {name}" in synopsis, name
-        for action in cmd._actions:
-            for opt in action.option_strings:
-                if opt.startswith("--") and opt != "--help" and opt not in synopsis:
-                    missing.append(f"{name} {opt}")
-    assert missing == []

@@ -25,7 +25,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 from ._audit import input_sha256
 from ._frame import _scorer
-from ._stream import StreamAborted, _dumps_line, error_record, score_file
+from ._stream import StreamAborted, _dumps_line, error_record, score_block, score_file
 
 __all__ = ["score_file_parallel", "resolve_jobs"]
 
@@ -79,41 +79,8 @@ def _init_worker(scorer, path: str, include_context: bool = True) -> None:
 
 
 def _score_block(block):
-    """Score ``[(line, Example, extra), ...]``; per line ``(json_line, ScoreResult)`` or ``(None, DataIssue)``.
-
-    The same steps as :func:`score_file` takes for one batch: a batch that
-    fails is retried answer by answer, and a result that cannot be written
-    as JSON is an error of its line.
-    """
-    import dataclasses
-
-    from ..errors import DataIssue
-
-    scorer, path, include_context = _WORKER["scorer"], _WORKER["path"], _WORKER["context"]
-
-    def score_one(line, ex, extra):
-        try:
-            return scorer.score_examples([ex], extras=[extra])[0]
-        except Exception as exc:  # noqa: BLE001 - one answer must never end the run
-            return DataIssue("E110", path, line, None, f"scoring failed: {type(exc).__name__}: {exc}"[:500])
-
-    try:
-        results = scorer.score_examples([ex for _, ex, _ in block], extras=[extra for _, _, extra in block])
-    except Exception:  # noqa: BLE001 - isolate the answer that fails, keep the others
-        results = [score_one(line, ex, extra) for line, ex, extra in block]
-    out = []
-    for (line, _, _), res in zip(block, results):
-        if not isinstance(res, DataIssue) and not include_context:
-            res = dataclasses.replace(res, context="")
-        if not isinstance(res, DataIssue):
-            try:
-                out.append((_dumps_line({"line": line, **res.to_dict()}), res))
-                continue
-            except Exception as exc:  # noqa: BLE001
-                res = DataIssue("E110", path, line, None,
-                                f"result could not be written: {type(exc).__name__}: {exc}"[:500])
-        out.append((None, res))
-    return out
+    """Score ``[(line, Example, extra), ...]`` in a worker, exactly as the serial path does (:func:`score_block`)."""
+    return score_block(_WORKER["scorer"], block, path=_WORKER["path"], include_context=_WORKER["context"])
 
 
 # ------------------------------------------------------------------ parent side

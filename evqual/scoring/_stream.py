@@ -13,7 +13,7 @@ import json
 from ._audit import input_sha256
 from ..results import ScoreResult
 
-__all__ = ["score_file", "count_lines", "error_record", "parse_results", "read_results", "StreamAborted"]
+__all__ = ["score_file", "score_block", "count_lines", "error_record", "parse_results", "read_results", "StreamAborted"]
 
 
 def count_lines(path) -> int:
@@ -61,6 +61,43 @@ def _dumps_line(record: dict) -> str:
     except UnicodeEncodeError:
         text = json.dumps(record, ensure_ascii=True)
     return text + "\n"
+
+
+def score_block(scorer, block, *, path: str = "<input>", policy=None, include_context: bool = True) -> list:
+    """Score one block of ``[(line, Example, extra), ...]`` as :func:`score_file` writes it.
+
+    Returns, per line, ``(json_line, ScoreResult)`` or ``(None, DataIssue)``:
+    a block that fails is retried answer by answer (one answer can never take
+    the others down), and a result that cannot be written as JSON is an error
+    (E110) of its line.  The serial and the ``--jobs`` paths both score
+    through this function, so their outputs are the same bytes.
+    """
+    from ..errors import DataIssue
+
+    def score_one(line, ex, extra):
+        try:
+            return scorer.score_examples([ex], policy=policy, extras=[extra])[0]
+        except Exception as exc:  # noqa: BLE001 - one answer must never end the run
+            return DataIssue("E110", path, line, None, f"scoring failed: {type(exc).__name__}: {exc}"[:500])
+
+    try:
+        results = scorer.score_examples([ex for _, ex, _ in block], policy=policy,
+                                        extras=[extra for _, _, extra in block])
+    except Exception:  # noqa: BLE001 - isolate the answer that fails, keep the others
+        results = [score_one(line, ex, extra) for line, ex, extra in block]
+    out = []
+    for (line, _, _), res in zip(block, results):
+        if not isinstance(res, DataIssue):
+            if not include_context:
+                res = dataclasses.replace(res, context="")
+            try:
+                out.append((_dumps_line({"line": line, **res.to_dict()}), res))
+                continue
+            except Exception as exc:  # noqa: BLE001 - a result that cannot be serialised is an error of its line
+                res = DataIssue("E110", path, line, None,
+                                f"result could not be written: {type(exc).__name__}: {exc}"[:500])
+        out.append((None, res))
+    return out
 
 
 def score_file(path, out, scorer, *, policy=None, audit=None, progress=None, batch_size: int = 16,
@@ -122,10 +159,11 @@ def score_file(path, out, scorer, *, policy=None, audit=None, progress=None, bat
     pending: list = []  # (line, example, extra)
     policy = policy if policy is not None else getattr(scorer, "policy", None)
     policy_dict = policy.to_dict() if policy is not None and audit is not None else None
+    where = str(getattr(path, "name", "<stream>")) if hasattr(path, "read") else str(path)
 
-    def write(line_no, record):
+    def write(line_no, text):
         try:
-            out.write(_dumps_line(record))
+            out.write(text)
         except (OSError, ValueError) as exc:  # ValueError: a closed stream
             raise StreamAborted("output", line_no, n_flushed, exc) from exc
 
@@ -141,40 +179,21 @@ def score_file(path, out, scorer, *, policy=None, audit=None, progress=None, bat
         if audit is not None:
             audited(line, audit.write_error, line,
                     "; ".join(f"{i.code} {i.field or 'line'}: {i.message}" for i in issues), id=id)
-        write(line, error_record(line, issues, id))
-
-    def score_one(line, ex, extra):
-        try:
-            return scorer.score_examples([ex], policy=policy, extras=[extra])[0]
-        except Exception as exc:  # noqa: BLE001 - one answer must never end the run
-            return DataIssue("E110", str(path), line, None, f"scoring failed: {type(exc).__name__}: {exc}"[:500])
+        write(line, _dumps_line(error_record(line, issues, id)))
 
     def flush():
         nonlocal n_ok, done, n_flushed
         if not pending:
             return
-        try:
-            results = scorer.score_examples([ex for _, ex, _ in pending], policy=policy,
-                                            extras=[extra for _, _, extra in pending])
-        except Exception:  # noqa: BLE001 - isolate the answer that fails, keep the others
-            results = [score_one(line, ex, extra) for line, ex, extra in pending]
-        for (line, ex, _), res in zip(pending, results):
-            if not isinstance(res, DataIssue) and not include_context:
-                res = dataclasses.replace(res, context="")
-            if not isinstance(res, DataIssue):
-                try:
-                    record = {"line": line, **res.to_dict()}
-                    _dumps_line(record)  # a result that cannot be serialised is an error of its line
-                except Exception as exc:  # noqa: BLE001
-                    res = DataIssue("E110", str(path), line, None,
-                                    f"result could not be written: {type(exc).__name__}: {exc}"[:500])
-            if isinstance(res, DataIssue):
+        results = score_block(scorer, pending, path=where, policy=policy, include_context=include_context)
+        for (line, ex, _), (text, res) in zip(pending, results):
+            if text is None:
                 emit_error(line, [res], ex.id)
                 continue
             if audit is not None:
                 audited(line, audit.write, res, policy=policy_dict,
                         input_sha256=input_sha256(ex.query, ex.context, ex.output))
-            write(line, record)
+            write(line, text)
             n_ok += 1
         done += len(pending)
         last = pending[-1][0]
