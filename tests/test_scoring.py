@@ -96,7 +96,8 @@ def test_topic_threshold_applies(det):
     assert "healthcare" in r.topics and r.sensitive and r.threshold == 0.3
     plain = det.score(**BRIDGE)
     assert plain.topics == () and plain.threshold == det.detector.threshold_  # the policy follows the model
-    strict = det.score(**BRIDGE, policy=Policy(general_threshold=0.0, sensitive_threshold=0.0, escalate_band=None))
+    strict = det.score(**BRIDGE, policy=Policy(general_threshold=0.0, sensitive_threshold=0.0, escalate_band=None,
+                                               escalate_reasons=()))
     assert strict.flagged and strict.decision in ("warn", "regenerate", "abstain")
 
 

@@ -502,3 +502,12 @@ def test_the_cli_exits_0_on_a_file_ending_in_blank_lines(tmp_path, capsys):
     out = tmp_path / "out.jsonl"
     assert main(["score", str(path), "--out", str(out), "--no-progress"]) == 0
     assert len(out.read_text().splitlines()) == 1
+
+
+def test_an_extra_field_no_output_can_hold_is_named_in_a_warning_not_lost_silently(det, tmp_path):
+    # issue 10: extra fields pass through; one that JSON cannot hold (an over-long integer) must not fail its line
+    path = write_raw(tmp_path / "in.jsonl", [SCORED_LINES["bigint_extra_field"].replace('"x"', '"y": [1, "a"], "x"')])
+    records, n_ok, n_bad = run_score(det, path)
+    assert (n_ok, n_bad) == (1, 0)
+    assert records[0]["extra"] == {"y": [1, "a"]}
+    assert [(w["code"], w["details"]["field"]) for w in records[0]["warnings"]] == [("W002", "x")]

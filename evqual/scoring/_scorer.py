@@ -353,7 +353,22 @@ class Scorer:
                            sensitive=decision.sensitive, sentences=tuple(sentences),
                            spans=tuple(span_results), model=info, rule=decision.rule,
                            sentence_threshold=float(sthr), context=ex.context, label=_gold(ex),
-                           extra=dict(extra), warnings=tuple(_warnings(ex)))
+                           **_extra_and_warnings(ex, extra))
+
+
+def _extra_and_warnings(ex, extra) -> dict:
+    """``extra`` without the fields no JSON output can hold, and the warnings (W002 names each one dropped)."""
+    from ..data import check_value
+
+    kept, warnings = {}, _warnings(ex)
+    for key, value in (extra or {}).items():
+        problem = check_value(value, str(key)) if isinstance(key, str) else f"{key!r}: not a string field name"
+        if problem is None:
+            kept[key] = value
+        else:
+            warnings.append({"code": "W002", "message": f"extra field not passed through: {problem}",
+                             "details": {"field": str(key)[:200]}})
+    return {"extra": kept, "warnings": tuple(warnings)}
 
 
 def _gold(ex):
