@@ -149,8 +149,8 @@ def test_sensitive_threshold_flags_lower_risk():
         (0.5, "warn", True),  # exactly at the threshold: flagged
         (0.7499, "warn", True),
         (0.75, "regenerate", True),  # exactly at regenerate_at
-        (0.8499, "regenerate", True),
-        (0.85, "abstain", True),  # exactly at abstain_at
+        (0.8699, "regenerate", True),
+        (0.87, "abstain", True),  # exactly at abstain_at
         (1.0, "abstain", True),
     ],
 )
@@ -201,7 +201,7 @@ def test_escalate_band_takes_precedence_even_over_abstain():
         ({"regenerate_at": "high"}, "regenerate_at must be in [0, 1]; got 'high'"),
         ({"abstain_at": True}, "abstain_at must be in [0, 1]; got True"),
         ({"general_threshold": 0.5, "sensitive_threshold": 0.6}, "sensitive_threshold must be <= general_threshold"),
-        ({"regenerate_at": 0.95}, "regenerate_at must be <= abstain_at; got 0.95 > 0.85"),
+        ({"regenerate_at": 0.95}, "regenerate_at must be <= abstain_at; got 0.95 > 0.87"),
         ({"escalate_reasons": "NUMBER_CONFLICT"}, "escalate_reasons must be a sequence of reason codes"),
         ({"escalate_reasons": (1,)}, "escalate_reasons must be a sequence of reason codes"),
         ({"escalate_band": (0.6, 0.4)}, "escalate_band must be (low, high) with 0 <= low < high <= 1"),
@@ -308,7 +308,7 @@ def write(tmp_path, text, name="policy.toml"):
 def test_example_file_loads_with_every_key():
     policy = load_policy(EXAMPLE)
     assert (policy.general_threshold, policy.sensitive_threshold) == (None, 0.3)  # "model"
-    assert (policy.regenerate_at, policy.abstain_at) == (0.75, 0.85)
+    assert (policy.regenerate_at, policy.abstain_at) == (0.75, 0.87)
     assert policy.escalate_reasons == Policy().escalate_reasons
     assert policy.escalate_band == (0.35, 0.65)
     assert policy.escalate_sensitive is True
@@ -410,7 +410,7 @@ def test_syntax_error_names_file_and_position(tmp_path):
     [
         ("[thresholds]\ngeneral = 1.5\n", "general_threshold must be in [0, 1] or None; got 1.5"),
         ("[thresholds]\ngeneral = 0.5\nsensitive = 0.7\n", "sensitive_threshold must be <= general_threshold"),
-        ("[bands]\nregenerate = 0.95\n", "regenerate_at must be <= abstain_at; got 0.95 > 0.85"),
+        ("[bands]\nregenerate = 0.95\n", "regenerate_at must be <= abstain_at; got 0.95 > 0.87"),
         ("[thresholds]\ngeneral = \"auto\"\n", "'thresholds.general' must be a number in [0, 1] or \"model\""),
         ("[bands]\nescalate_reasons = \"NUMBER_CONFLICT\"\n", "'bands.escalate_reasons' must be a list"),
         ("[bands]\nescalate_reasons = [\"NUMBER_CONFLICTS\"]\n", "unknown reason code 'NUMBER_CONFLICTS'"),

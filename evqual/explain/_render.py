@@ -180,7 +180,7 @@ def _rule_text(result: ScoreResult) -> str:
         return (f"{done}: risk {risk} is in the uncertain band (escalate_band, by default [0.35, 0.65)); "
                 "sent to LLM verification")
     if rule == "abstain_at":
-        return f"{done}: risk {risk} reached abstain_at (by default 0.85), over the answer threshold {tau}"
+        return f"{done}: risk {risk} reached abstain_at (by default 0.87), over the answer threshold {tau}"
     if rule == "regenerate_at":
         return f"{done}: risk {risk} reached regenerate_at (by default 0.75), over the answer threshold {tau}"
     if rule == "sensitive_topic":

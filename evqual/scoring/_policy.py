@@ -41,7 +41,7 @@ _DEFAULTS = {
     "general_threshold": None,
     "sensitive_threshold": 0.3,
     "regenerate_at": 0.75,
-    "abstain_at": 0.85,
+    "abstain_at": 0.87,
     "escalate_band": (0.35, 0.65),
     "escalate_sensitive": True,
     "escalate_reasons": ESCALATE_REASONS,
@@ -103,13 +103,15 @@ class Policy:
         general threshold (the smaller of the two applies).
     regenerate_at : float, default=0.75
         An answer over the threshold at or above this risk is regenerated.
-    abstain_at : float, default=0.85
+    abstain_at : float, default=0.87
         An answer over the threshold at or above this risk is withheld (the
         system abstains). At least ``regenerate_at``.  The shipped model's
-        calibrated risks top out near 0.88 (sigmoid calibration on
-        validation data); 0.85 keeps the band reachable: 424 of the 6,027
-        answers of the shared RAGTruth copy, 99% of them hallucinated
-        (in-sample: the shipped model was fitted on that copy).
+        calibrated risks top out at 0.879 on the shared RAGTruth copy
+        (sigmoid calibration), so the former 0.9 was never reached; at 0.87
+        the band holds 108 of its 6,027 answers (99% hallucinated,
+        in-sample: the shipped model was fitted on that copy) and, under
+        ``cv5``, 8.8% of the held-out answers at a hallucination rate of
+        0.94 (0.85 would take 14.4% at 0.90).
     escalate_band : tuple of (float, float) or None, default=(0.35, 0.65)
         The uncertain band ``[low, high)``: an answer whose risk lies in it
         is escalated to LLM verification. None disables it.
@@ -171,7 +173,7 @@ class Policy:
     """
 
     def __init__(self, *, general_threshold=None, sensitive_threshold=0.3, regenerate_at=0.75,
-                 abstain_at=0.85, escalate_band=(0.35, 0.65), escalate_sensitive=True,
+                 abstain_at=0.87, escalate_band=(0.35, 0.65), escalate_sensitive=True,
                  escalate_reasons=ESCALATE_REASONS, topics=None):
         self.general_threshold = general_threshold
         self.sensitive_threshold = sensitive_threshold
@@ -391,7 +393,7 @@ def load_policy(path) -> Policy:
 
         [bands]
         regenerate = 0.75        # Policy.regenerate_at
-        abstain = 0.85           # Policy.abstain_at
+        abstain = 0.87           # Policy.abstain_at
         escalate = [0.35, 0.65]  # Policy.escalate_band; false disables it
         escalate_sensitive = true
         escalate_reasons = ["NUMBER_CONFLICT", "NEGATION_CONFLICT"]  # [] disables it
