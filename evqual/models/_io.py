@@ -562,7 +562,7 @@ def read_meta(path) -> dict:
     'evqual'
     """
     from ._detector import CALIBRATIONS, THRESHOLD_RULES
-    from ._methods import METHODS, RESPONSE_VARIANTS
+    from ._methods import METHODS, RESPONSE_VARIANTS, get_method
 
     folder = Path(path)
     meta_path = folder / META_FILE
@@ -626,7 +626,7 @@ def read_meta(path) -> dict:
         uses = meta.get("uses_metadata")
         if not isinstance(uses, bool):
             raise _meta_error(meta_path, "uses_metadata", "must be true or false")
-        if uses != METHODS[meta["method"]].uses_metadata:
+        if uses != get_method(meta["method"]).uses_metadata:
             raise _meta_error(meta_path, "uses_metadata", f"is {str(uses).lower()} but method {meta['method']!r} "
                                                           f"{'uses' if not uses else 'does not use'} metadata")
         for key in ("response_features", "sentence_features"):
