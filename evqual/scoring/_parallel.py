@@ -23,9 +23,8 @@ from collections import deque
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
-from ._audit import input_sha256
 from ._frame import _scorer
-from ._stream import StreamAborted, _dumps_line, error_record, score_block, score_file
+from ._stream import _Output, score_block, score_file
 
 __all__ = ["score_file_parallel", "resolve_jobs"]
 
@@ -190,8 +189,8 @@ def score_file_parallel(path, out, scorer, *, jobs=None, policy=None, audit=None
     ctx = _context(start_method)
     spath = str(path)
 
-    n_ok = n_bad = 0
-    n_flushed = 0
+    sink = _Output(out, audit, policy_dict, progress)
+    emit_error = sink.error
     pending: list = []  # (line, example, extra) of the next block
     slots: deque = deque()  # _Block or (line, issues, id) of an error record, in input order
     n_in_flight = 0
@@ -201,36 +200,6 @@ def score_file_parallel(path, out, scorer, *, jobs=None, policy=None, audit=None
     def new_pool():
         return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker,
                                    initargs=(scoring, spath, include_context))
-
-    def write(line_no, text):
-        try:
-            out.write(text)
-        except (OSError, ValueError) as exc:  # ValueError: a closed stream
-            raise StreamAborted("output", line_no, n_flushed, exc) from exc
-
-    def audited(line_no, fn, *args, **kwargs):
-        try:
-            fn(*args, **kwargs)
-        except (OSError, ValueError) as exc:
-            raise StreamAborted("audit log", line_no, n_flushed, exc) from exc
-
-    def emit_error(line, issues, id=None):
-        nonlocal n_bad
-        n_bad += 1
-        if audit is not None:
-            audited(line, audit.write_error, line,
-                    "; ".join(f"{i.code} {i.field or 'line'}: {i.message}" for i in issues), id=id)
-        write(line, _dumps_line(error_record(line, issues, id)))
-
-    def flush_out(last_line):
-        nonlocal n_flushed
-        try:
-            out.flush()
-        except (OSError, ValueError) as exc:
-            raise StreamAborted("output", last_line, n_flushed, exc) from exc
-        n_flushed = n_ok + n_bad
-        if progress is not None:
-            progress(n_ok + n_bad)
 
     def died(block, exc):
         why = f"scoring failed: the worker process died ({type(exc).__name__}: {exc})"[:500]
@@ -270,26 +239,17 @@ def score_file_parallel(path, out, scorer, *, jobs=None, policy=None, audit=None
 
     def drain(*, wait: bool):
         """Write the finished slots at the head; with ``wait``, until the limits hold (or all, at the end)."""
-        nonlocal n_ok, n_in_flight
+        nonlocal n_in_flight
         while slots:
             head = slots[0]
             if isinstance(head, _Block):
                 must = wait and (n_in_flight >= max_in_flight or len(slots) > _MAX_QUEUED_ERRORS or not reading)
                 if head.results is None and not head.future.done() and not must:
                     return
-                results = results_of(head)
-                for (line, ex, _), (text, res) in zip(head.items, results):
-                    if text is None:
-                        emit_error(line, [res], ex.id)
-                        continue
-                    if audit is not None:
-                        audited(line, audit.write, res, policy=policy_dict,
-                                input_sha256=input_sha256(ex.query, ex.context, ex.output))
-                    write(line, text)
-                    n_ok += 1
+                sink.block(head.items, results_of(head))
                 slots.popleft()
                 n_in_flight -= 1
-                flush_out(head.items[-1][0])
+                sink.flush(head.items[-1][0])
             else:
                 line, issues, rid = slots.popleft()
                 emit_error(line, issues, rid)
@@ -343,8 +303,5 @@ def score_file_parallel(path, out, scorer, *, jobs=None, policy=None, audit=None
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
-    try:
-        out.flush()
-    except (OSError, ValueError) as exc:
-        raise StreamAborted("output", n_ok + n_bad, n_flushed, exc) from exc
-    return n_ok, n_bad
+    sink.flush(sink.n_ok + sink.n_bad)
+    return sink.n_ok, sink.n_bad

@@ -63,6 +63,65 @@ def _dumps_line(record: dict) -> str:
     return text + "\n"
 
 
+class _Output:
+    """The writing side of a scoring run, shared by :func:`score_file` and the ``--jobs`` path.
+
+    Writes results and error records in the order it is given them, the audit
+    record of a line before the line itself, and counts what was written;
+    a failed write raises :class:`StreamAborted` naming the input line.
+    """
+
+    def __init__(self, out, audit=None, policy_dict=None, progress=None):
+        self.out, self.audit, self.policy_dict, self.progress = out, audit, policy_dict, progress
+        self.n_ok = self.n_bad = self.n_flushed = 0
+
+    def _write(self, line, text):
+        try:
+            self.out.write(text)
+        except (OSError, ValueError) as exc:  # ValueError: a closed stream
+            raise StreamAborted("output", line, self.n_flushed, exc) from exc
+
+    def _audited(self, line, fn, *args, **kwargs):
+        try:
+            fn(*args, **kwargs)
+        except (OSError, ValueError) as exc:
+            raise StreamAborted("audit log", line, self.n_flushed, exc) from exc
+
+    def error(self, line, issues, id=None):
+        """The error record of input line ``line``."""
+        self.n_bad += 1
+        if self.audit is not None:
+            self._audited(line, self.audit.write_error, line,
+                          "; ".join(f"{i.code} {i.field or 'line'}: {i.message}" for i in issues), id=id)
+        self._write(line, _dumps_line(error_record(line, issues, id)))
+
+    def scored(self, line, ex, text, res):
+        """The result ``res`` of example ``ex`` (input line ``line``), already serialised as ``text``."""
+        if self.audit is not None:
+            self._audited(line, self.audit.write, res, policy=self.policy_dict,
+                          input_sha256=input_sha256(ex.query, ex.context, ex.output))
+        self._write(line, text)
+        self.n_ok += 1
+
+    def block(self, items, results):
+        """The output of a scored block: ``items`` ``(line, Example, extra)``, ``results`` of :func:`score_block`."""
+        for (line, ex, _), (text, res) in zip(items, results):
+            if text is None:
+                self.error(line, [res], ex.id)
+            else:
+                self.scored(line, ex, text, res)
+
+    def flush(self, last_line):
+        """Flush the output; ``progress`` hears how many lines are done."""
+        try:
+            self.out.flush()
+        except (OSError, ValueError) as exc:
+            raise StreamAborted("output", last_line, self.n_flushed, exc) from exc
+        self.n_flushed = self.n_ok + self.n_bad
+        if self.progress is not None:
+            self.progress(self.n_flushed)
+
+
 def score_block(scorer, block, *, path: str = "<input>", policy=None, include_context: bool = True) -> list:
     """Score one block of ``[(line, Example, extra), ...]`` as :func:`score_file` writes it.
 
@@ -154,57 +213,20 @@ def score_file(path, out, scorer, *, policy=None, audit=None, progress=None, bat
     from ..data import iter_records
     from ..errors import DataIssue, EvqualDataError
 
-    n_ok = n_bad = done = 0
-    n_flushed = 0
     pending: list = []  # (line, example, extra)
     policy = policy if policy is not None else getattr(scorer, "policy", None)
     policy_dict = policy.to_dict() if policy is not None and audit is not None else None
     where = str(getattr(path, "name", "<stream>")) if hasattr(path, "read") else str(path)
-
-    def write(line_no, text):
-        try:
-            out.write(text)
-        except (OSError, ValueError) as exc:  # ValueError: a closed stream
-            raise StreamAborted("output", line_no, n_flushed, exc) from exc
-
-    def audited(line_no, fn, *args, **kwargs):
-        try:
-            fn(*args, **kwargs)
-        except (OSError, ValueError) as exc:
-            raise StreamAborted("audit log", line_no, n_flushed, exc) from exc
-
-    def emit_error(line, issues, id=None):
-        nonlocal n_bad
-        n_bad += 1
-        if audit is not None:
-            audited(line, audit.write_error, line,
-                    "; ".join(f"{i.code} {i.field or 'line'}: {i.message}" for i in issues), id=id)
-        write(line, _dumps_line(error_record(line, issues, id)))
+    sink = _Output(out, audit, policy_dict, progress)
+    emit_error = sink.error
 
     def flush():
-        nonlocal n_ok, done, n_flushed
         if not pending:
             return
-        results = score_block(scorer, pending, path=where, policy=policy, include_context=include_context)
-        for (line, ex, _), (text, res) in zip(pending, results):
-            if text is None:
-                emit_error(line, [res], ex.id)
-                continue
-            if audit is not None:
-                audited(line, audit.write, res, policy=policy_dict,
-                        input_sha256=input_sha256(ex.query, ex.context, ex.output))
-            write(line, text)
-            n_ok += 1
-        done += len(pending)
+        sink.block(pending, score_block(scorer, pending, path=where, policy=policy, include_context=include_context))
         last = pending[-1][0]
         pending.clear()
-        try:
-            out.flush()
-        except (OSError, ValueError) as exc:
-            raise StreamAborted("output", last, n_flushed, exc) from exc
-        n_flushed = n_ok + n_bad
-        if progress is not None:
-            progress(done + n_bad)
+        sink.flush(last)
 
     seen_ids: dict = {}
     try:
@@ -228,11 +250,8 @@ def score_file(path, out, scorer, *, policy=None, audit=None, progress=None, bat
         out.flush()
         raise
     flush()
-    try:
-        out.flush()
-    except (OSError, ValueError) as exc:
-        raise StreamAborted("output", done + n_bad, n_flushed, exc) from exc
-    return n_ok, n_bad
+    sink.flush(sink.n_ok + sink.n_bad)
+    return sink.n_ok, sink.n_bad
 
 
 def parse_results(lines, source: str = "<results>", on_error=None) -> list[ScoreResult]:
