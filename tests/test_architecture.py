@@ -42,6 +42,10 @@ LAYERS = [
     {"bench", "cli", "__main__"},
 ]
 LAYER_OF = {name: i for i, names in enumerate(LAYERS) for name in names}
+# (module, package it may import although higher): each with its reason
+ALLOWED_UPWARD = {
+    ("evqual/models/_detector.py", "scoring"): "the deprecated Detector.score/score_batch shims (removed in 0.3)",
+}
 
 
 def _module_name(path: Path, root: Path) -> list[str]:
@@ -112,6 +116,8 @@ def layer_violations(files, root: Path = ROOT) -> list[str]:
                 continue
             if theirs not in LAYER_OF or mine not in LAYER_OF:
                 out.append(f"{path.relative_to(root)}:{line}: {mine} or {theirs} has no layer in LAYERS")
+            elif (str(path.relative_to(root)), theirs) in ALLOWED_UPWARD:
+                continue
             elif LAYER_OF[theirs] > LAYER_OF[mine] or (
                     LAYER_OF[theirs] == LAYER_OF[mine] and LAYER_OF[mine] not in (0, len(LAYERS) - 1)):
                 out.append(f"{path.relative_to(root)}:{line}: {mine} (layer {LAYER_OF[mine]}) imports {theirs} "
@@ -161,7 +167,7 @@ def test_the_checker_catches_what_it_is_for(tmp_path):
     for d in (pkg, pkg / "models", pkg / "scoring"):
         (d / "__init__.py").write_text("")
     (pkg / "scoring" / "_policy.py").write_text("X = 1\n")
-    bad = pkg / "models" / "_detector.py"
+    bad = pkg / "models" / "_planted.py"
     bad.write_text("from ..scoring._policy import X\nfrom evqual.scoring import _policy\nimport evqual.scoring\n")
     found = private_import_violations([bad], root=tmp_path)
     assert len(found) == 2 and all("evqual.scoring._policy" in v for v in found)
@@ -170,3 +176,32 @@ def test_the_checker_catches_what_it_is_for(tmp_path):
     ok = pkg / "scoring" / "_scorer.py"
     ok.write_text("from ._policy import X\nfrom ..models import Detector\n")
     assert private_import_violations([ok], root=tmp_path) == [] and layer_violations([ok], root=tmp_path) == []
+
+
+def test_the_one_upward_import_is_the_deprecated_shim_only():
+    # the allowed upward import must stay inside Detector's deprecated score shims
+    src = (PACKAGE / "models" / "_detector.py").read_text(encoding="utf-8")
+    tree = ast.parse(src)
+    owners = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.ImportFrom) and (sub.module or "").startswith("scoring"):
+                    owners.append(node.name)
+    assert owners == ["_scorer"]
+
+
+def test_the_deprecated_detector_score_warns_and_matches_the_scorer():
+    import warnings
+
+    from evqual.models import Detector
+    from evqual.scoring import Scorer
+
+    det = Detector.load()
+    args = dict(query="When did the bridge open?", context=["The bridge opened in 1932."],
+                output="The bridge opened in 1935.", task_type="QA")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        old = det.score(**args)
+    assert any(issubclass(w.category, FutureWarning) and "Scorer" in str(w.message) for w in caught)
+    assert old == Scorer(det).score(**args)

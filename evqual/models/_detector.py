@@ -663,6 +663,32 @@ class Detector:
 
         return load_detector(path if path is not None else default_model_path(), sha256=sha256)
 
+    # ------------------------------------------------------------------ deprecated scoring shims
+    def score(self, **kwargs):
+        """Deprecated since 0.2: use :class:`evqual.scoring.Scorer` (``Scorer(detector).score(...)``).
+
+        Scoring (reasons, policy, results) is not the estimator's job; this
+        shim keeps code written for evqual 0.1 running and will be removed
+        in 0.3.  It warns with a :class:`FutureWarning`.
+        """
+        return self._scorer("score").score(**kwargs)
+
+    def score_batch(self, items, **kwargs) -> list:
+        """Deprecated since 0.2: use :meth:`evqual.scoring.Scorer.score_batch` (removed in 0.3)."""
+        return self._scorer("score_batch").score_batch(items, **kwargs)
+
+    def _scorer(self, name):
+        import warnings
+
+        warnings.warn(f"Detector.{name} is deprecated and will be removed in evqual 0.3; use "
+                      f"evqual.scoring.Scorer(detector).{name}(...) (or Scorer.load(...))", FutureWarning,
+                      stacklevel=3)
+        # the one import of a higher layer in evqual.models, allowed by tests/test_architecture.py for these
+        # deprecated shims only
+        from ..scoring import Scorer
+
+        return Scorer(self)
+
     def span_proba_frame(self, frame, sentence_risks=None) -> list[np.ndarray] | None:
         """Token risks per row from the span tagger (``None`` without one)."""
         if getattr(self, "span_tagger_", None) is None:
