@@ -38,6 +38,7 @@ LAYERS = [
     {"explain"},
     {"scoring"},
     {"engines"},
+    {"verify"},
     {"evaluation"},
     {"bench", "cli", "__main__"},
 ]

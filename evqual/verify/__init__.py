@@ -1,0 +1,25 @@
+"""The verification stage behind the pre-filter (issue 11, in progress): evidence retrieval and its metrics.
+
+Built so far: sparse retrieval (BM25), seed 003's score fusion and reciprocal
+rank fusion, and retrieval metrics.  Claim verification and MetaRAG are not
+built yet.
+
+>>> from evqual.verify import SparseRetriever, retrieval_metrics
+>>> r = SparseRetriever().fit(["The bridge opened in 1932.", "Paris is in France."])
+>>> retrieval_metrics([r.search("When did the bridge open?")], [{0}], ks=(1,))["recall@1"]
+1.0
+"""
+
+from ._metrics import ndcg_at_k, recall_at_k, reciprocal_rank, retrieval_metrics
+from ._retrieval import SparseRetriever, minmax_fusion, rank_order, rrf_fusion
+
+__all__ = [
+    "SparseRetriever",
+    "minmax_fusion",
+    "ndcg_at_k",
+    "rank_order",
+    "recall_at_k",
+    "reciprocal_rank",
+    "retrieval_metrics",
+    "rrf_fusion",
+]
