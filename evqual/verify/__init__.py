@@ -10,10 +10,43 @@ built yet.
 1.0
 """
 
+from ._evidence import RETRIEVAL_METHODS, EvidenceRetriever
+from ._types import (
+    ANSWERS,
+    MUTATION_KINDS,
+    PENALTIES,
+    VERDICTS,
+    ClaimResult,
+    Evidence,
+    FactoidResult,
+    Judge,
+    Judgement,
+    Mutator,
+    Usage,
+    Variant,
+    VerificationResult,
+    penalty,
+)
 from ._metrics import ndcg_at_k, recall_at_k, reciprocal_rank, retrieval_metrics
 from ._retrieval import SparseRetriever, minmax_fusion, rank_order, rrf_fusion
 
 __all__ = [
+    "ANSWERS",
+    "MUTATION_KINDS",
+    "PENALTIES",
+    "RETRIEVAL_METHODS",
+    "VERDICTS",
+    "ClaimResult",
+    "Evidence",
+    "EvidenceRetriever",
+    "FactoidResult",
+    "Judge",
+    "Judgement",
+    "Mutator",
+    "Usage",
+    "Variant",
+    "VerificationResult",
+    "penalty",
     "SparseRetriever",
     "minmax_fusion",
     "ndcg_at_k",
