@@ -281,6 +281,12 @@ class EvidenceFeaturizer(TransformerMixin, BaseEstimator):
         examples, analyses = self.analyze(X)
         return self._assemble(examples, analyses)
 
+    def assemble(self, examples, analyses) -> np.ndarray:
+        """The feature matrix of already computed ``(examples, analyses)`` (what :meth:`analyze` returns),
+        so that a caller who needs the analyses too does not analyse twice."""
+        check_is_fitted(self, "feature_names_out_")
+        return self._assemble(examples, analyses)
+
     def _assemble(self, examples, analyses) -> np.ndarray:
         names = list(self.feature_names_out_)
         # the fitted names, not today's registry: a model fitted before a feature was added keeps its columns

@@ -70,7 +70,7 @@ from .._version import __version__
 from ..features import FEATURES, feature_spec
 
 __all__ = ["save_detector", "load_detector", "read_meta", "ModelLoadError", "META_FORMAT", "READ_FORMATS",
-           "model_features", "TRUSTED_TYPES",
+           "model_features", "TRUSTED_TYPES", "dump_trusted", "load_trusted",
            "default_model_path", "prediction_fingerprint", "build_model", "check_rebuild", "MODEL_SHA256_ENV",
            "fit_detector", "training_data_info"]
 
@@ -769,7 +769,7 @@ _EXIT = object()
 _ALLOWED_KEYS = {loader: frozenset(_NODE_KEYS | keys) for loader, keys in _LOADER_KEYS.items()}
 
 
-def _audit_schema(zf: zipfile.ZipFile, model_path: Path) -> set:
+def _audit_schema(zf: zipfile.ZipFile, model_path: Path, root=_ROOT_TYPE, trusted=TRUSTED_TYPES) -> set:
     """Walk ``schema.json`` (iteratively, depth-limited) without constructing anything.
 
     Returns the ``module.class`` names found; raises :class:`ModelLoadError`
@@ -795,9 +795,9 @@ def _audit_schema(zf: zipfile.ZipFile, model_path: Path) -> set:
                              f"{_oneline(repr(protocol), 40)} (this evqual reads "
                              f"{', '.join(map(str, SKOPS_PROTOCOLS))})")
     module, cls, loader = schema.get("__module__"), schema.get("__class__"), schema.get("__loader__")
-    if (f"{module}.{cls}", loader) != _ROOT_TYPE:
+    if (f"{module}.{cls}", loader) != root:
         raise ModelLoadError(f"{model_path}: schema.json at the root: the root must be an "
-                             f"evqual.models.Detector; got {_oneline(f'{module}.{cls}', 120)!r}; refusing to load")
+                             f"{root[0]}; got {_oneline(f'{module}.{cls}', 120)!r}; refusing to load")
     members = {info.filename: info for info in zf.infolist()}
     headers: dict = {}  # .npy header bytes -> numpy's parse of them
     referenced: set = set()
@@ -819,7 +819,7 @@ def _audit_schema(zf: zipfile.ZipFile, model_path: Path) -> set:
         if type(module) is not str or type(cls) is not str or type(loader) is not str:
             raise fail(link, "a node needs string '__module__', '__class__' and '__loader__' fields")
         name = f"{module}.{cls}"
-        if (name, loader) not in TRUSTED_TYPES:
+        if (name, loader) not in trusted:
             raise fail(link, f"type {_oneline(name, 120)!r} with loader {_oneline(loader, 40)!r} is not in "
                              f"evqual's allow-list")
         if not (_ALLOWED_KEYS[loader] if link is not None else root_keys).issuperset(state):
@@ -1336,13 +1336,52 @@ def load_detector(path, *, sha256: str | None = None):
     return detector
 
 
-def _load_skops(data: bytes, model_path: Path):
+def dump_trusted(obj, path) -> str:
+    """Write ``obj`` with skops as a deterministic zip at ``path``; returns its SHA-256.
+
+    The counterpart of :func:`load_trusted`, for the models evqual ships beside
+    a detector (the verification stage's claim model).
+    """
+    import skops.io as sio
+
+    data = _canonical_zip(sio.dumps(obj, compression=zipfile.ZIP_DEFLATED, compresslevel=9))
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+    return hashlib.sha256(data).hexdigest()
+
+
+def load_trusted(path, *, root: str, extra_types=(), sha256: str | None = None):
+    """Load a skops file whose root is the class ``root``, with the same audit as :func:`load_detector`.
+
+    The zip and its ``schema.json`` are checked before anything is built; the
+    types allowed are :data:`TRUSTED_TYPES` plus ``extra_types`` (``module.class``
+    names, loaded as ``ObjectNode``) and the root.  ``sha256`` pins the file.
+
+    Raises
+    ------
+    ModelLoadError
+        Naming the file and what is wrong.
+    """
+    path = Path(path)
+    data = _read_model_bytes(path)
+    if sha256 is not None:
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != str(sha256).lower():
+            raise ModelLoadError(f"{path}: SHA-256 {digest} does not match the expected {sha256}; refusing to load")
+    root_type = (root, "ObjectNode")
+    trusted = TRUSTED_TYPES | {root_type} | {(t, "ObjectNode") for t in extra_types}
+    return _load_skops(data, path, root=root_type, trusted=trusted)
+
+
+def _load_skops(data: bytes, model_path: Path, root=_ROOT_TYPE, trusted=TRUSTED_TYPES):
     """Audit the zip and its schema, then construct with skops trusting exactly the types found."""
     import skops.io as sio
 
     zf = _open_zip(data, model_path)
     try:
-        found = _audit_schema(zf, model_path)
+        found = _audit_schema(zf, model_path, root, trusted)
     finally:
         zf.close()
     try:

@@ -101,14 +101,15 @@ class SpacyClaimSplitter:
 
     def split(self, text: str, sentences) -> list[tuple[int, int]]:
         """Claim units of ``text`` (one parse), within its ``sentences`` (``(start, end)`` pairs)."""
-        return self._units(text, sentences, self.nlp(text))
+        return self.units(text, sentences, self.nlp(text))
 
     def split_batch(self, texts, sentences_list) -> list[list[tuple[int, int]]]:
         """:meth:`split` for many texts, parsed with ``nlp.pipe``."""
         docs = self.nlp.pipe(list(texts), batch_size=self.batch_size)
-        return [self._units(t, s, d) for t, s, d in zip(texts, sentences_list, docs)]
+        return [self.units(t, s, d) for t, s, d in zip(texts, sentences_list, docs)]
 
-    def _units(self, text, sentences, doc) -> list[tuple[int, int]]:
+    def units(self, text, sentences, doc) -> list[tuple[int, int]]:
+        """Claim units of ``text`` from its parse ``doc`` (``self.nlp(text)``), within ``sentences``."""
         cuts = sorted(self._cuts(doc))
         out = []
         for s, e in sentences:

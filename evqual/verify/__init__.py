@@ -10,6 +10,20 @@ built yet.
 1.0
 """
 
+from ._claims import CLAIM_EXTRACTORS, Claim, ClaimExtractor, extract_claims, is_opinion, is_question
+from ._claim_model import (
+    CLAIM_FAMILIES,
+    CLAIM_MODEL_FORMAT,
+    ClaimModel,
+    chunk_texts,
+    claim_dataset,
+    claim_example,
+    default_claim_model_path,
+    load_claim_model,
+    save_claim_model,
+)
+from ._pipeline import BACKENDS, DEFAULT_TIERS, ClaimVerifier, make_judge, tier_of
+from ._rules import REFUTING_CHECKS, RulesJudge, answer_from
 from ._evidence import RETRIEVAL_METHODS, EvidenceRetriever
 from ._types import (
     ANSWERS,
@@ -31,6 +45,29 @@ from ._metrics import ndcg_at_k, recall_at_k, reciprocal_rank, retrieval_metrics
 from ._retrieval import SparseRetriever, minmax_fusion, rank_order, rrf_fusion
 
 __all__ = [
+    "BACKENDS",
+    "CLAIM_MODEL_FORMAT",
+    "ClaimVerifier",
+    "DEFAULT_TIERS",
+    "REFUTING_CHECKS",
+    "RulesJudge",
+    "answer_from",
+    "default_claim_model_path",
+    "load_claim_model",
+    "make_judge",
+    "save_claim_model",
+    "tier_of",
+    "CLAIM_EXTRACTORS",
+    "CLAIM_FAMILIES",
+    "Claim",
+    "ClaimExtractor",
+    "ClaimModel",
+    "chunk_texts",
+    "claim_dataset",
+    "claim_example",
+    "extract_claims",
+    "is_opinion",
+    "is_question",
     "ANSWERS",
     "MUTATION_KINDS",
     "PENALTIES",

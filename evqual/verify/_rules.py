@@ -1,0 +1,115 @@
+"""The ``rules`` judge: the claim-level model plus the high-precision checks, no LLM.
+
+For each statement the judge builds the one-claim example ``(query, context
+chunks, statement)``, runs the detector's analysis on it once, and reads two
+things off that analysis:
+
+* the calibrated probability that the statement is supported,
+  ``1 - P(hallucinated)`` from :class:`~evqual.verify.ClaimModel`;
+* the findings of the ``check`` family (number, unit, date, negation, antonym,
+  entity, role, quantifier, field, displaced): any of them makes the verdict
+  ``REFUTED``, with the disagreeing evidence passage first.
+
+Otherwise the verdict is ``SUPPORTED`` when the probability reaches ``tau``
+(seed 003's entailment threshold, 0.75) and ``NO_EVIDENCE`` below it.
+"""
+
+from __future__ import annotations
+
+from ._claim_model import claim_example, load_claim_model
+from ._types import Evidence, Judgement
+
+__all__ = ["REFUTING_CHECKS", "RulesJudge", "answer_from"]
+
+#: Check findings that refute a statement (``unsupported`` only lowers its probability).
+REFUTING_CHECKS = ("number", "unit", "date", "negation", "antonym", "entity", "role", "quantifier", "field",
+                   "displaced")
+
+
+def answer_from(judgement: Judgement, *, yes_at: float = 0.75, no_at: float = 0.4) -> str:
+    """MetaRAG's YES / NO / NOT SURE from a judgement: its own ``answer`` when it has one, else
+    YES at ``probability >= yes_at``, NO when refuted or ``probability < no_at``, NOT SURE between.
+
+    >>> answer_from(Judgement("SUPPORTED", 0.9)), answer_from(Judgement("REFUTED", 0.8)), answer_from(Judgement("NO_EVIDENCE", 0.5))
+    ('YES', 'NO', 'NOT SURE')
+    """
+    if judgement.answer is not None:
+        return judgement.answer
+    if judgement.verdict == "REFUTED" or judgement.probability < no_at:
+        return "NO"
+    return "YES" if judgement.probability >= yes_at else "NOT SURE"
+
+
+class RulesJudge:
+    """Judges statements with the claim-level model and the checks (see the module docstring).
+
+    Parameters
+    ----------
+    model : ClaimModel or str or Path, optional
+        A fitted model or its folder; default the shipped one
+        (:func:`evqual.verify.default_claim_model_path`).
+    tau : float, default=0.75
+        ``SUPPORTED`` at ``probability >= tau``.
+
+    Examples
+    --------
+    >>> judge = RulesJudge()
+    >>> chunks = ["The Golden Gate Bridge opened in 1937 after four years of work."]
+    >>> [j.verdict for j in judge.judge(["The bridge opened in 1937.", "The bridge opened in 1932."],
+    ...                                 [[], []], chunks=chunks)]
+    ['SUPPORTED', 'REFUTED']
+    """
+
+    name = "rules"
+
+    def __init__(self, model=None, *, tau: float = 0.75):
+        self.model = model
+        self.tau = tau
+
+    def _model(self):
+        if self.model is None or not hasattr(self.model, "predict_proba_features"):
+            self.model = load_claim_model(self.model)
+        return self.model
+
+    def judge(self, statements, evidence=None, *, query: str = "", chunks=()) -> list:
+        """One :class:`Judgement` per statement (see the :class:`~evqual.verify.Judge` protocol)."""
+        statements = list(statements)
+        evidence = [list(e) for e in evidence] if evidence is not None else [[] for _ in statements]
+        if len(evidence) != len(statements):
+            raise ValueError(f"got {len(statements)} statements but {len(evidence)} evidence lists")
+        if not statements:
+            return []
+        model = self._model()
+        chunks = [c for c in chunks if isinstance(c, str)]
+        examples = [claim_example(query, chunks, s if isinstance(s, str) else "") for s in statements]
+        featurizer = model.featurizer_
+        exs, analyses = featurizer.analyze(examples)
+        p_hall = model.predict_proba_features(featurizer.assemble(exs, analyses))[:, 1]
+        out = []
+        for stmt, ev, ex, an, ph in zip(statements, evidence, exs, analyses, p_hall):
+            if not isinstance(stmt, str):
+                out.append(Judgement("NO_EVIDENCE", 0.0, ev, error=f"statement is a {type(stmt).__name__}, "
+                                                                   "not a string"))
+                continue
+            prob = round(float(1.0 - ph), 6)
+            findings = [f for sent in an.findings for f in sent if f.check in REFUTING_CHECKS]
+            if findings:
+                f = findings[0]
+                ev = self._refuting_evidence(ex, f, ev)
+                out.append(Judgement("REFUTED", prob, ev, reason=f"{f.check}: {f.mention!r} vs {f.evidence!r}"))
+            else:
+                verdict = "SUPPORTED" if prob >= self.tau else "NO_EVIDENCE"
+                out.append(Judgement(verdict, prob, ev, reason=None if verdict == "SUPPORTED" else "low support"))
+        return out
+
+    @staticmethod
+    def _refuting_evidence(example, finding, evidence) -> list:
+        """The chunk holding the disagreeing item first (``chunk`` indexes the judge's ``chunks``)."""
+        if not 0 <= finding.chunk < len(example.chunks):
+            return evidence
+        rest = [e for e in evidence if e.chunk != finding.chunk]
+        same = [e for e in evidence if e.chunk == finding.chunk]
+        if same:
+            return same + rest
+        c = example.chunks[finding.chunk]
+        return [Evidence(finding.chunk, -1, -1, example.context[c.start:c.end], 0.0)] + rest
