@@ -142,6 +142,38 @@ def _add_fit_options(parser) -> None:
                              "(Detector(evidence_floor=False))")
 
 
+def _add_verify_options(parser) -> None:
+    """The verification backend's options, shared by `verify` and `score --verify`."""
+    parser.add_argument("--backend", choices=("rules", "llm"), default="rules",
+                        help="rules: the claim-level model and checks, no LLM (default); llm: an "
+                             "OpenAI-compatible chat-completions server")
+    parser.add_argument("--llm-base-url", metavar="URL",
+                        help="the LLM server's base URL, e.g. http://127.0.0.1:8000/v1 (default: "
+                             "$EVQUAL_LLM_BASE_URL)")
+    parser.add_argument("--llm-model", metavar="NAME", help="the LLM's model name (default: $EVQUAL_LLM_MODEL); "
+                                                            "the API key comes from $EVQUAL_LLM_API_KEY")
+    parser.add_argument("--mutations", type=int, default=5, metavar="N",
+                        help="metarag: N synonym and N antonym variants per factoid (default 5)")
+    parser.add_argument("--tau", type=float, default=None, metavar="T",
+                        help="claims: a claim is SUPPORTED at probability >= T (default 0.75); metarag: flagged "
+                             "at H >= T (default topic-aware: 0.5, 0.3 for sensitive topics)")
+    parser.add_argument("--retriever", choices=("sparse", "dense", "hybrid", "rrf"), default="sparse",
+                        help="evidence per claim: BM25 (default), sentence embeddings (the embeddings extra), "
+                             "their min-max fusion 0.6/0.4, or reciprocal rank fusion")
+
+
+def _verifier(args, command, method):
+    """The verifier of the parsed options, or ``None`` after printing the error."""
+    from .verify import make_verifier
+
+    try:
+        return make_verifier(method, args.backend, tau=args.tau, mutations=args.mutations,
+                             retriever=args.retriever, llm_base_url=args.llm_base_url, llm_model=args.llm_model)
+    except (ValueError, TypeError, ImportError) as exc:
+        print(f"evqual {command}: error: {exc}", file=sys.stderr)
+        return None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="evqual",
@@ -255,8 +287,32 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     sc.add_argument("--no-context", action="store_true",
                     help="leave each answer's context out of its result (smaller output; reports cannot show it)")
+    sc.add_argument("--verify", choices=("claims", "metarag"), default=None,
+                    help="verify the answers the policy escalates with this method and record both stages "
+                         "(default: no verification)")
+    _add_verify_options(sc)
     _add_limit_options(sc)
     sc.set_defaults(func=cmd_score)
+
+    vf = sub.add_parser(
+        "verify", help="verify answers claim by claim (seed 003) or by metamorphic testing (MetaRAG)",
+        description=("Stream IN.jsonl and write exactly one JSON line per input line, in order: the answer's "
+                     "verification (claims with spans, verdicts SUPPORTED/REFUTED/NO_EVIDENCE, probabilities and "
+                     "evidence; or MetaRAG factoids with their variants, answers and penalties), its score in "
+                     "[0, 1] (the hallucination rate for claims, H for metarag), flagged and tier "
+                     "(accept/revise/reject), or an error record naming the line. Exit status 1 if any line "
+                     "failed, 0 otherwise, 2 on usage errors."))
+    vf.add_argument("input", metavar="IN.jsonl", nargs="?",
+                    help="answers to verify; - reads generic JSONL from standard input (default: the RAGTruth "
+                         "sample embedded in the package)")
+    vf.add_argument("--out", metavar="OUT.jsonl", help="output file (default: standard output)")
+    vf.add_argument("--method", choices=("claims", "metarag"), default="claims",
+                    help="claims: atomic claims checked against retrieved evidence (default); metarag: factoids, "
+                         "synonym and antonym mutations, penalties (seed 000)")
+    _add_verify_options(vf)
+    vf.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    _add_limit_options(vf)
+    vf.set_defaults(func=cmd_verify)
 
     xp = sub.add_parser(
         "explain", help="write an auditor's report (HTML and/or markdown) of scored answers",
@@ -633,6 +689,10 @@ def cmd_score(args) -> int:
     scorer, status = _scorer(args, "score")
     if scorer is None:
         return status
+    if args.verify:
+        scorer.verifier = _verifier(args, "score", args.verify)
+        if scorer.verifier is None:
+            return EXIT_USAGE
     if stdin:
         src = sys.stdin.buffer
         progress = None
@@ -685,6 +745,62 @@ def cmd_score(args) -> int:
         print(f"evqual score: error: cannot write {args.out or 'standard output'}: {_why(exc)}", file=sys.stderr)
         return EXIT_IO
     print(f"evqual score: {_count(n_ok, 'answer')} scored, {_count(n_bad, 'line')} failed"
+          + (f"; wrote {args.out}" if args.out else ""), file=sys.stderr)
+    return EXIT_DATA if n_bad else EXIT_OK
+
+
+def cmd_verify(args) -> int:
+    from ._progress import Progress
+    from .data import sample_path
+    from .errors import EvqualDataError
+    from .scoring import StreamAborted, count_lines
+    from .verify import verify_file
+
+    stdin = args.input == "-"
+    src = Path(args.input) if args.input and not stdin else sample_path() / "response.jsonl"
+    if not stdin:
+        if src.is_dir():
+            src = src / "response.jsonl"
+        if not src.is_file():
+            print(f"evqual verify: error: {src}: file not found", file=sys.stderr)
+            return EXIT_USAGE
+    limits = _limits(args, "verify")
+    if limits is None or (not stdin and not _open_input(src, "verify")):
+        return EXIT_USAGE
+    verifier = _verifier(args, "verify", args.method)
+    if verifier is None:
+        return EXIT_USAGE
+    progress = None
+    if stdin:
+        src = sys.stdin.buffer
+    else:
+        progress = Progress(count_lines(src), "evqual verify", enabled=False if args.no_progress else None)
+    try:
+        if args.out:
+            try:
+                Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+                out = open(args.out, "w", encoding="utf-8", newline="\n")
+            except OSError as exc:
+                print(f"evqual verify: error: cannot write {args.out}: {_why(exc)}", file=sys.stderr)
+                return EXIT_USAGE
+        else:
+            out = sys.stdout
+        try:
+            n_ok, n_bad = verify_file(src, out, verifier, limits=limits, progress=progress)
+        finally:
+            if out is not sys.stdout:
+                out.close()
+    except StreamAborted as exc:
+        print(f"evqual verify: error: stopped: cannot write {args.out or 'standard output'} at input line "
+              f"{exc.line}: {_why(exc.cause)}; {exc.n_written} lines were written before it", file=sys.stderr)
+        return EXIT_IO
+    except EvqualDataError as exc:
+        print(f"evqual verify: error: stopped: {exc.issues[0] if exc.issues else exc}", file=sys.stderr)
+        return EXIT_IO
+    except OSError as exc:
+        print(f"evqual verify: error: cannot write {args.out or 'standard output'}: {_why(exc)}", file=sys.stderr)
+        return EXIT_IO
+    print(f"evqual verify: {_count(n_ok, 'answer')} verified, {_count(n_bad, 'line')} failed"
           + (f"; wrote {args.out}" if args.out else ""), file=sys.stderr)
     return EXIT_DATA if n_bad else EXIT_OK
 

@@ -171,6 +171,11 @@ class ScoreResult:
     warnings : tuple of dict
         ``{"code", "message", "details"}``: conditions that make the score
         less reliable (``W001``: the text looks non-English).
+    verification : dict or None
+        The verification stage's result for an escalated answer when the
+        scorer has a verifier (:meth:`evqual.verify.VerificationResult.to_dict`:
+        ``method``, ``backend``, ``score``, ``flagged``, ``tier``, ``claims`` or
+        ``factoids``, ``usage``, ``error``); ``None`` when not verified.
     """
 
     id: str
@@ -193,6 +198,16 @@ class ScoreResult:
     label: int | None = None
     extra: dict = field(default_factory=dict)
     warnings: tuple = ()
+    verification: dict | None = None
+
+    @property
+    def final_flagged(self) -> bool:
+        """The cascade's verdict: the verifier's ``flagged`` when the answer was verified without error,
+        else the pre-filter's ``flagged``."""
+        v = self.verification
+        if v and v.get("error") is None and v.get("flagged") is not None:
+            return bool(v["flagged"])
+        return self.flagged
 
     @property
     def reason_codes(self) -> list[str]:

@@ -255,6 +255,8 @@ class AuditLog:
             "decision": result.decision,
             "rule": result.rule,
             "verify": result.verify,
+            "verification": _verification_record(result.verification),
+            "final_flagged": result.final_flagged,
             "spans": [{"start": s.start, "end": s.end, "text": s.text, "risk": s.risk} for s in result.spans],
             "reason_codes": result.reason_codes,
             "flagged_sentences": [
@@ -339,3 +341,24 @@ def read_audit_log(path) -> list:
                 raise ValueError(f"{os.fspath(path)}, line {n}: not a JSON object; got {type(record).__name__}")
             records.append(record)
     return records
+
+
+def _verification_record(v):
+    """What the audit log keeps of a verification: the verdict, its cost, and per claim or factoid the span,
+    verdict or score, and the evidence chunks it was checked against."""
+    if not v:
+        return None
+    items = []
+    for c in v.get("claims") or ():
+        items.append({"start": c.get("start"), "end": c.get("end"), "verdict": c.get("verdict"),
+                      "probability": c.get("probability"), "reason": c.get("reason"),
+                      "evidence_chunks": [e.get("chunk") for e in c.get("evidence") or ()]})
+    for f in v.get("factoids") or ():
+        items.append({"start": f.get("start"), "end": f.get("end"), "score": f.get("score"),
+                      "flagged": f.get("flagged"),
+                      "answers": [[x.get("kind"), x.get("answer")] for x in f.get("variants") or ()],
+                      "evidence_chunks": [e.get("chunk") if isinstance(e, dict) else getattr(e, "chunk", None)
+                                          for e in f.get("evidence") or ()]})
+    return {"method": v.get("method"), "backend": v.get("backend"), "score": v.get("score"),
+            "flagged": v.get("flagged"), "tier": v.get("tier"), "tau": v.get("tau"), "error": v.get("error"),
+            "latency_ms": v.get("latency_ms"), "usage": v.get("usage"), "items": items}

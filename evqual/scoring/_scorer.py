@@ -31,6 +31,7 @@ conflict found by a claim-aligned check (see
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import json
 
 import numpy as np
@@ -167,6 +168,13 @@ class Scorer:
         A fitted detector (see :meth:`load` for a saved one).
     policy : evqual.scoring.Policy, default=None
         Decision bands and topic thresholds; None uses ``Policy()``.
+    verifier : object, default=None
+        The verification stage (for example :class:`evqual.verify.ClaimVerifier`
+        or :class:`evqual.verify.MetaRAG`): anything with
+        ``verify(query=, context=, output=, task_type=)`` returning an object with
+        ``to_dict()``.  Only answers the policy escalates (``verify: true``) are
+        verified; the result lands in :attr:`~evqual.results.ScoreResult.verification`
+        and the audit log, beside the pre-filter's decision.
 
     Attributes
     ----------
@@ -186,12 +194,13 @@ class Scorer:
     True
     """
 
-    def __init__(self, detector, *, policy=None):
+    def __init__(self, detector, *, policy=None, verifier=None):
         self.detector = detector
         self.policy = policy
+        self.verifier = verifier
 
     @classmethod
-    def load(cls, path=None, *, sha256: str | None = None, policy=None) -> "Scorer":
+    def load(cls, path=None, *, sha256: str | None = None, policy=None, verifier=None) -> "Scorer":
         """A scorer over a saved detector (default: the shipped ``models/default``).
 
         ``sha256`` pins the SHA-256 of ``model.skops`` (checked before anything
@@ -201,7 +210,7 @@ class Scorer:
         from ..models import default_model_path, load_detector
 
         return cls(load_detector(path if path is not None else default_model_path(), sha256=sha256),
-                   policy=policy)
+                   policy=policy, verifier=verifier)
 
     def __repr__(self) -> str:
         return f"Scorer({self.model_info.method!r}, policy={self.policy!r})"
@@ -293,11 +302,24 @@ class Scorer:
         found = detector.detect(examples)
         sthr = detector.sentence_threshold_ if detector.sentence_threshold_ is not None else detector.threshold_
         info = self.model_info
-        return [self._result(ex, an, float(found.risk[k]),
-                             found.sentence_risk[k] if found.sentence_risk is not None else None,
-                             found.spans[k] if found.spans is not None else [], sthr, float(detector.threshold_),
-                             policy, info, extras[k] if extras is not None else {})
-                for k, (ex, an) in enumerate(zip(found.examples, found.analyses))]
+        results = [self._result(ex, an, float(found.risk[k]),
+                                found.sentence_risk[k] if found.sentence_risk is not None else None,
+                                found.spans[k] if found.spans is not None else [], sthr, float(detector.threshold_),
+                                policy, info, extras[k] if extras is not None else {})
+                   for k, (ex, an) in enumerate(zip(found.examples, found.analyses))]
+        if self.verifier is not None:
+            results = [self._verified(ex, r) if r.verify else r for ex, r in zip(found.examples, results)]
+        return results
+
+    def _verified(self, ex, result: ScoreResult) -> ScoreResult:
+        """``result`` with the verifier's result of its answer (a verifier failure is recorded, not raised)."""
+        try:
+            v = self.verifier.verify(query=ex.query, context=ex.context, output=ex.output,
+                                     task_type=ex.task_type).to_dict()
+        except Exception as exc:  # noqa: BLE001 - the pre-filter's result stands; the failure is recorded
+            v = {"method": getattr(self.verifier, "method", None), "error": f"{type(exc).__name__}: {exc}",
+                 "score": None, "flagged": None, "tier": None}
+        return dataclasses.replace(result, verification=v)
 
     # ------------------------------------------------------------------ one answer
     @staticmethod

@@ -24,6 +24,7 @@ from ._claim_model import (
 )
 from ._pipeline import BACKENDS, DEFAULT_TIERS, ClaimVerifier, make_judge, tier_of
 from ._rules import REFUTING_CHECKS, RulesJudge, answer_from
+from ._stream import METHODS, make_verifier, verify_file
 from ._evidence import RETRIEVAL_METHODS, EvidenceRetriever
 from ._types import (
     ANSWERS,
@@ -45,6 +46,9 @@ from ._metrics import ndcg_at_k, recall_at_k, reciprocal_rank, retrieval_metrics
 from ._retrieval import SparseRetriever, minmax_fusion, rank_order, rrf_fusion
 
 __all__ = [
+    "METHODS",
+    "make_verifier",
+    "verify_file",
     "BACKENDS",
     "CLAIM_MODEL_FORMAT",
     "ClaimVerifier",
