@@ -31,7 +31,7 @@ from evqual.verify import (
     align_span,
     load_prompt,
 )
-from evqual.verify._llm_backend import parse_claim_reply, parse_factoid_reply, parse_variants
+from evqual.verify._llm_backend import parse_claim_reply, parse_factoid_reply, parse_factoids, parse_variants
 
 from llm_stub import StubLLM
 
@@ -305,8 +305,15 @@ def test_usage_scope_per_answer_across_worker_threads(stub):
     assert results["alpha"].calls == 2 and results["beta"].calls == 5
     assert client.usage.calls == 7
     assert results["alpha"].prompt_tokens + results["beta"].prompt_tokens == client.usage.prompt_tokens
+    with client.usage_scope() as outer:
+        with client.usage_scope() as inner:
+            client.complete("nested")
+        client.complete("outer only")
+    assert (outer.calls, inner.calls) == (2, 1)
+    client.complete("nested")  # cache hit, outside any scope
+    assert (outer.cache_hits, inner.cache_hits, client.usage.cache_hits) == (0, 0, 1)
     taken = client.take_usage()
-    assert taken.calls == 7 and client.usage.calls == 0
+    assert taken.calls == 9 and client.usage.calls == 0
 
 
 # -- prompts --------------------------------------------------------------------------------------------------
@@ -437,6 +444,25 @@ def test_reply_parsers_never_raise(text, n):
     assert (verdict is None) != (error is None)
     if verdict is not None:
         assert verdict in VERDICTS and 0.0 <= p <= 1.0 and all(0 <= i < n for i in cited)
+
+
+@pytest.mark.parametrize("text", ["[" * 50_000, "{" * 50_000, '{"a":' * 30_000, "x {" * 2_000])
+def test_reply_parsers_survive_pathological_nesting(text):
+    assert parse_claim_reply(text, 2)[4] is not None
+    assert parse_factoid_reply(text)[2] is not None
+    assert isinstance(parse_variants(text, "f", 2), list)
+    assert parse_factoids(text) is None
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(max_size=200), st.text(max_size=80), st.integers(0, 4))
+def test_factoid_and_variant_parsers_and_alignment_never_raise(text, factoid, n):
+    facts = parse_factoids(text)
+    assert facts is None or all(isinstance(f, str) and f for f in facts)
+    variants = parse_variants(text, factoid, n)
+    assert len(variants) <= n and len({" ".join(v.lower().split()) for v in variants}) == len(variants)
+    s, e = align_span(text, factoid)
+    assert 0 <= s <= e <= len(text)
 
 
 @settings(max_examples=100, deadline=None)

@@ -451,7 +451,7 @@ class LLMClient:
 
         try:
             data = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
+        except (UnicodeDecodeError, ValueError, RecursionError):
             raise fail("the body is not valid JSON") from None
         if not isinstance(data, dict):
             raise fail("the body is not a JSON object")

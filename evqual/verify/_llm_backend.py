@@ -67,7 +67,7 @@ def _first_json(text: str, kind: type):
         value = json.loads(text)
         if isinstance(value, kind):
             return value
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting
         pass
     opener = "{" if kind is dict else "["
     decoder = json.JSONDecoder()
@@ -77,7 +77,7 @@ def _first_json(text: str, kind: type):
             value, _ = decoder.raw_decode(text, pos)
             if isinstance(value, kind):
                 return value
-        except ValueError:
+        except (ValueError, RecursionError):
             pass
         pos, tries = text.find(opener, pos + 1), tries + 1
     return None
@@ -230,7 +230,8 @@ def align_span(answer: str, factoid: str, units=None) -> tuple:
         if i >= 0:
             return i, i + len(stripped)
     units = units if units is not None else split_sentences(answer)
-    full = (len(answer) - len(answer.lstrip()), len(answer.rstrip()))
+    lead = len(answer) - len(answer.lstrip())
+    full = (lead, max(lead, len(answer.rstrip())))  # (n, n) for an all-blank answer
     if not units:
         return full
     best, best_key = None, None
