@@ -400,7 +400,8 @@ def test_no_evidence_uses_chunks_then_skips_the_request(stub):
 
 
 @pytest.mark.parametrize("mode, text, match", [
-    ("claim", '{"label": "MAYBE", "probability": 0.5}', "label must be one of SUPPORTED, REFUTED, NO_EVIDENCE; got 'MAYBE'"),
+    ("claim", '{"label": "MAYBE", "probability": 0.5}',
+     "label must be one of SUPPORTED, REFUTED, NO_EVIDENCE; got 'MAYBE'"),
     ("claim", "I think it is supported.", "not a JSON object"),
     ("claim", '{"label": "SUPPORTED", "probability": 1.7}', "probability must be a number in [0, 1]; got 1.7"),
     ("factoid", "MAYBE. Hard to say.", "must answer YES, NO or NOT SURE; got 'MAYBE. Hard to say.'"),

@@ -402,8 +402,8 @@ class LLMFactoidExtractor(_LLMPart):
         reply = self.client.complete(self._template.substitute(text=answer))
         factoids = parse_factoids(reply.text)
         if factoids is None:
-            raise LLMError(f"factoid extraction: the model's reply is not a JSON array of strings: {_quote(reply.text)}",
-                           url=self.client.endpoint, attempts=reply.attempts)
+            raise LLMError("factoid extraction: the model's reply is not a JSON array of strings: "
+                           f"{_quote(reply.text)}", url=self.client.endpoint, attempts=reply.attempts)
         units = split_sentences(answer)
         out = []
         for f in factoids:
