@@ -88,6 +88,12 @@ class StubLLM:
             def do_POST(self):
                 stub._handle(self)
 
+            def do_GET(self):  # only a followed redirect would GET
+                with stub._lock:
+                    stub.requests.append({"body": None, "authorization": self.headers.get("Authorization"),
+                                          "path": self.path})
+                stub._send(self, 404, b"{}")
+
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.server.block_on_close = False

@@ -197,6 +197,14 @@ def test_400_is_not_retried(stub):
     assert stub.n_requests == 1 and client.sleeps == []
 
 
+def test_redirects_are_not_followed(stub):
+    client = make_client(stub)
+    stub.fault(("status", 302, {"Location": stub.base_url + "/elsewhere"}))
+    with pytest.raises(LLMError, match="HTTP 302"):
+        client.complete("redirected")
+    assert stub.n_requests == 1  # the key was not sent on to the Location
+
+
 def test_server_echoing_the_key_is_scrubbed(stub):
     client = make_client(stub)
     stub.fault(("raw", f'{{"error": "bad key {KEY}"}}'.encode()))

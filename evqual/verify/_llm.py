@@ -9,6 +9,7 @@ compatible gateway, vLLM, llama.cpp's server, Ollama, LM Studio, ...), with
   ``Retry-After`` header (capped at ``max_backoff``); other 4xx fail at once;
 * a **concurrency limit**: at most ``concurrency`` requests in flight across all
   threads that share the client;
+* no redirects (urllib would forward the ``Authorization`` header to their target);
 * a **cache** keyed by the SHA-256 of (model, messages, temperature,
   max_tokens), in memory and optionally in an append-only JSONL file that a
   new client (or a re-run) reads back; a corrupt line of that file is skipped;
@@ -102,6 +103,14 @@ class LLMReply:
     latency_ms: float = 0.0
     cached: bool = False
     attempts: int = 0
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Refuse redirects: urllib would resend the ``Authorization`` header to wherever they point."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None  # urllib then raises the 3xx as an HTTPError
+
 
 
 def _env(name: str) -> str | None:
@@ -225,6 +234,7 @@ class LLMClient:
         # the path gets /chat/completions; a query string (e.g. Azure's api-version=...) is kept
         self.url = urllib.parse.urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/chat/completions"))
         self.endpoint = _public_url(self.url)
+        self._opener = urllib.request.build_opener(_NoRedirect)  # proxies from the environment, as urlopen
         self._semaphore = threading.BoundedSemaphore(concurrency)
         self._lock = threading.Lock()
         self._rng = random.Random(random_state)
@@ -376,7 +386,7 @@ class LLMClient:
             headers["Authorization"] = f"Bearer {self._api_key}"
         req = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
         with self._semaphore:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:  # noqa: S310 (scheme checked)
+            with self._opener.open(req, timeout=self.timeout) as resp:  # scheme checked in __init__
                 return resp.status, resp.read()
 
     def _scrub(self, text: str) -> str:
