@@ -1,8 +1,9 @@
 """The verification stage behind the pre-filter (issue 11, in progress): evidence retrieval and its metrics.
 
 Built so far: sparse retrieval (BM25), seed 003's score fusion and reciprocal
-rank fusion, and retrieval metrics.  Claim verification and MetaRAG are not
-built yet.
+rank fusion, retrieval metrics, and the ``llm`` backend (an OpenAI-compatible
+client, seed 000's prompts as editable files, an LLM judge, mutator and
+factoid extractor).
 
 >>> from evqual.verify import SparseRetriever, retrieval_metrics
 >>> r = SparseRetriever().fit(["The bridge opened in 1932.", "Paris is in France."])
@@ -26,6 +27,9 @@ from ._pipeline import BACKENDS, DEFAULT_TIERS, ClaimVerifier, make_judge, tier_
 from ._rules import REFUTING_CHECKS, RulesJudge, answer_from
 from ._stream import METHODS, make_verifier, verify_file
 from ._evidence import RETRIEVAL_METHODS, EvidenceRetriever
+from ._llm import ENV_VARS, LLMClient, LLMError, LLMReply
+from ._llm_backend import JUDGE_MODES, LLMFactoidExtractor, LLMJudge, LLMMutator, align_span
+from ._prompts import PROMPTS, load_prompt
 from ._types import (
     ANSWERS,
     MUTATION_KINDS,
@@ -73,6 +77,17 @@ __all__ = [
     "is_opinion",
     "is_question",
     "ANSWERS",
+    "ENV_VARS",
+    "JUDGE_MODES",
+    "LLMClient",
+    "LLMError",
+    "LLMFactoidExtractor",
+    "LLMJudge",
+    "LLMMutator",
+    "LLMReply",
+    "PROMPTS",
+    "align_span",
+    "load_prompt",
     "MUTATION_KINDS",
     "PENALTIES",
     "RETRIEVAL_METHODS",
