@@ -130,3 +130,52 @@ def test_make_verifier_rejects_unknown_names():
         make_verifier("nli")
     with pytest.raises(ValueError, match="backend must be"):
         make_verifier("claims", "gpt")
+
+
+# ------------------------------------------------------------------------------- llm backend end to end
+@pytest.fixture
+def stub(monkeypatch):
+    from llm_stub import StubLLM
+
+    for var in ("EVQUAL_LLM_BASE_URL", "EVQUAL_LLM_MODEL", "EVQUAL_LLM_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL",
+                "http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(var, raising=False)
+    s = StubLLM().start()
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+def test_verify_cli_llm_backend_against_the_stub(tmp_path, stub, capsys):
+    src = _write(tmp_path / "in.jsonl", [ROWS[0], ROWS[1], ROWS[2] | {"output": "The bridge did not open in 1932."}])
+    out = tmp_path / "out.jsonl"
+    status = main(["verify", str(src), "--out", str(out), "--backend", "llm", "--llm-base-url", stub.base_url,
+                   "--llm-model", "stub-model", "--no-progress"])
+    assert status == 1  # the bad JSON line
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["line"] for r in rows] == [1, 2, 3]
+    assert rows[0]["backend"] == "llm" and rows[0]["usage"]["calls"] >= 1
+    assert rows[2]["claims"][0]["verdict"] == "REFUTED" and rows[2]["flagged"] is True
+    assert stub.requests and stub.requests[0]["body"]["model"] == "stub-model"
+
+
+def test_llm_faults_are_per_answer_errors(tmp_path, stub):
+    from evqual.verify import ClaimVerifier, LLMClient, LLMJudge
+
+    client = LLMClient(base_url=stub.base_url, model="m", timeout=0.2, max_retries=1, backoff=0.01,
+                       max_backoff=0.05, cache=None)
+    verifier = ClaimVerifier(judge=LLMJudge(client, mode="claim"))
+    src = _write(tmp_path / "in.jsonl", [ROWS[0], ROWS[0] | {"id": "ok2"}])
+    stub.always = ("status", 500, {})
+    out = io.StringIO()
+    assert verify_file(src, out, verifier) == (0, 2)
+    rows = [json.loads(x) for x in out.getvalue().splitlines()]
+    assert [r["id"] for r in rows] == ["ok", "ok2"]
+    assert all("500" in r["error"] and r["score"] is None for r in rows)
+    stub.always = None
+    stub.fault(("text", "MAYBE, who knows"))
+    out = io.StringIO()
+    verify_file(src, out, verifier)
+    rows = [json.loads(x) for x in out.getvalue().splitlines()]
+    assert len(rows) == 2 and rows[1]["error"] is None
