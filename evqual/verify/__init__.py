@@ -1,7 +1,8 @@
 """The verification stage behind the pre-filter (issue 11, in progress): evidence retrieval and its metrics.
 
-Built so far: sparse retrieval (BM25), seed 003's score fusion and reciprocal
-rank fusion, and retrieval metrics.  Claim verification and MetaRAG are not
+Built so far: sparse retrieval (BM25), dense retrieval (all-MiniLM-L6-v2
+sentence embeddings, the optional ``embeddings`` extra), seed 003's score
+fusion and reciprocal rank fusion, and retrieval metrics.  Claim verification and MetaRAG are not
 built yet.
 
 >>> from evqual.verify import SparseRetriever, retrieval_metrics
@@ -10,6 +11,15 @@ built yet.
 1.0
 """
 
+from ._dense import (
+    HYBRID_METHODS,
+    DenseEncoder,
+    DenseRetriever,
+    HybridRetriever,
+    default_encoder,
+    embeddings_available,
+    require_embeddings,
+)
 from ._evidence import RETRIEVAL_METHODS, EvidenceRetriever
 from ._types import (
     ANSWERS,
@@ -32,14 +42,18 @@ from ._retrieval import SparseRetriever, minmax_fusion, rank_order, rrf_fusion
 
 __all__ = [
     "ANSWERS",
+    "HYBRID_METHODS",
     "MUTATION_KINDS",
     "PENALTIES",
     "RETRIEVAL_METHODS",
     "VERDICTS",
     "ClaimResult",
+    "DenseEncoder",
+    "DenseRetriever",
     "Evidence",
     "EvidenceRetriever",
     "FactoidResult",
+    "HybridRetriever",
     "Judge",
     "Judgement",
     "Mutator",
@@ -47,6 +61,9 @@ __all__ = [
     "Variant",
     "VerificationResult",
     "penalty",
+    "default_encoder",
+    "embeddings_available",
+    "require_embeddings",
     "SparseRetriever",
     "minmax_fusion",
     "ndcg_at_k",
