@@ -148,4 +148,4 @@ def test_the_retrieval_benchmark_builds_relevance_from_each_source(tmp_path):
     assert shared in relevant[0] and shared in relevant[1] and len(relevant[0] | relevant[1]) == 3
     assert script["main"](["--data", str(tmp_path), "--json", str(tmp_path / "m.json")]) == 0
     m = json.loads((tmp_path / "m.json").read_text())
-    assert m["queries"] == 2 and m["sparse_bm25"]["mrr"] == 1.0
+    assert m["query_sets"] == {"questions": 2} and m["metrics"]["questions"]["sparse"]["mrr"] == 1.0

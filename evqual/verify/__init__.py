@@ -1,14 +1,22 @@
-"""The verification stage behind the pre-filter (issue 11, in progress): evidence retrieval and its metrics.
+"""The verification stage behind the pre-filter: claims, evidence retrieval, judges, MetaRAG.
 
-Built so far: sparse retrieval (BM25), seed 003's score fusion and reciprocal
-rank fusion, retrieval metrics, and the ``llm`` backend (an OpenAI-compatible
-client, seed 000's prompts as editable files, an LLM judge, mutator and
-factoid extractor).
+Data flows one way: answer -> claims or factoids (:class:`ClaimExtractor`) ->
+evidence per statement (:class:`EvidenceRetriever`: BM25, dense embeddings of the
+``embeddings`` extra, or their fusion) -> a judge (``rules``: :class:`RulesJudge`, the
+claim-level model and the high-precision checks, no LLM; ``llm``: :class:`LLMJudge`
+over an OpenAI-compatible server) -> :class:`ClaimVerifier` (seed 003: verdicts,
+factual precision, tiers) or :class:`MetaRAG` (seed 000: mutations, Table 1
+penalties, ``H = max S_i``) -> :class:`VerificationResult`.
 
->>> from evqual.verify import SparseRetriever, retrieval_metrics
->>> r = SparseRetriever().fit(["The bridge opened in 1932.", "Paris is in France."])
->>> retrieval_metrics([r.search("When did the bridge open?")], [{0}], ks=(1,))["recall@1"]
-1.0
+:func:`make_verifier` builds either by name; :func:`verify_file` streams a JSONL
+(``evqual verify``); ``Scorer(verifier=...)`` verifies the answers the policy
+escalates (``evqual score --verify``).
+
+>>> from evqual.verify import ClaimVerifier
+>>> r = ClaimVerifier().verify(query="When did it open?", context=["The bridge opened in 1937."],
+...                            output="The bridge opened in 1932.")
+>>> r.flagged, r.claims[0].verdict
+(True, 'REFUTED')
 """
 
 from ._claims import CLAIM_EXTRACTORS, Claim, ClaimExtractor, extract_claims, is_opinion, is_question
@@ -26,6 +34,15 @@ from ._claim_model import (
 from ._pipeline import BACKENDS, DEFAULT_TIERS, ClaimVerifier, make_judge, tier_of
 from ._rules import REFUTING_CHECKS, RulesJudge, answer_from
 from ._stream import METHODS, make_verifier, verify_file
+from ._dense import (
+    HYBRID_METHODS,
+    DenseEncoder,
+    DenseRetriever,
+    HybridRetriever,
+    default_encoder,
+    embeddings_available,
+    require_embeddings,
+)
 from ._evidence import RETRIEVAL_METHODS, EvidenceRetriever
 from ._llm import ENV_VARS, LLMClient, LLMError, LLMReply
 from ._llm_backend import JUDGE_MODES, LLMFactoidExtractor, LLMJudge, LLMMutator, align_span
@@ -88,14 +105,18 @@ __all__ = [
     "PROMPTS",
     "align_span",
     "load_prompt",
+    "HYBRID_METHODS",
     "MUTATION_KINDS",
     "PENALTIES",
     "RETRIEVAL_METHODS",
     "VERDICTS",
     "ClaimResult",
+    "DenseEncoder",
+    "DenseRetriever",
     "Evidence",
     "EvidenceRetriever",
     "FactoidResult",
+    "HybridRetriever",
     "Judge",
     "Judgement",
     "Mutator",
@@ -103,6 +124,9 @@ __all__ = [
     "Variant",
     "VerificationResult",
     "penalty",
+    "default_encoder",
+    "embeddings_available",
+    "require_embeddings",
     "SparseRetriever",
     "minmax_fusion",
     "ndcg_at_k",
