@@ -27,3 +27,12 @@ def test_the_production_snippet_runs_as_written(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (tmp_path / "audit.jsonl").read_text(encoding="utf-8").count("\n") == 2
     assert "('a1', " in proc.stdout and "('a2', " in proc.stdout
+
+
+def test_the_verification_snippet_runs_as_written(tmp_path):
+    code = _python_block_after("## Verification behind the pre-filter")
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "REFUTED" in proc.stdout and "reject" in proc.stdout
