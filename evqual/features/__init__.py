@@ -13,7 +13,7 @@ families that can be switched on and off.
 from ._analysis import Analysis, SentenceEvidence, analyze, analyze_many
 from ._featurizer import EvidenceFeaturizer, InvalidParameterError, as_examples
 from ._lexical import ECS_WEIGHTS
-from ._checks import CHECKS
+from ._checks import CHECKS, split_claims
 from ._novelty import ANTONYMS, is_novel, query_stems
 from ._registry import (
     CONTENT_FAMILIES,
@@ -33,6 +33,7 @@ from ._token_features import TOKEN_FEATURE_NAMES, TokenBlock, token_block
 __all__ = [
     "ANTONYMS",
     "CHECKS",
+    "split_claims",
     "KNOWN_ATTRIBUTES",
     "candidate_fields",
     "field_lookup",
