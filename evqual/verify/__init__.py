@@ -1,8 +1,8 @@
 """The verification stage behind the pre-filter (issue 11, in progress): evidence retrieval and its metrics.
 
 Built so far: sparse retrieval (BM25), seed 003's score fusion and reciprocal
-rank fusion, and retrieval metrics.  Claim verification and MetaRAG are not
-built yet.
+rank fusion, retrieval metrics, and MetaRAG (seed 000) with LLM-free
+mutations (:class:`MetaRAG`, :class:`RulesMutator`).
 
 >>> from evqual.verify import SparseRetriever, retrieval_metrics
 >>> r = SparseRetriever().fit(["The bridge opened in 1932.", "Paris is in France."])
@@ -27,10 +27,21 @@ from ._types import (
     VerificationResult,
     penalty,
 )
+from ._metarag import DEFAULT_TAU, MetaRAG, extract_factoids, metarag_answer
+from ._mutations import ANTONYM_SETS, MUTATION_SETS, SYNONYM_SETS, RulesMutator, load_synonyms
 from ._metrics import ndcg_at_k, recall_at_k, reciprocal_rank, retrieval_metrics
 from ._retrieval import SparseRetriever, minmax_fusion, rank_order, rrf_fusion
 
 __all__ = [
+    "ANTONYM_SETS",
+    "DEFAULT_TAU",
+    "MUTATION_SETS",
+    "MetaRAG",
+    "RulesMutator",
+    "SYNONYM_SETS",
+    "extract_factoids",
+    "load_synonyms",
+    "metarag_answer",
     "ANSWERS",
     "MUTATION_KINDS",
     "PENALTIES",

@@ -593,11 +593,11 @@ class RulesMutator:
     --------
     >>> m = RulesMutator()
     >>> m.mutate("The bridge opened in 1932.", "antonym", 2)
-    ['The bridge opened in 1935.', 'The bridge did not open in 1932.']
-    >>> m.mutate("The bridge opened in 1932.", "synonym", 2)
-    ['In 1932, the bridge opened.', 'The bridge launched in 1932.']
+    ['The bridge opened in 1935.', 'The bridge closed in 1932.']
+    >>> m.mutate("The bridge opened in 1932.", "synonym", 2)  # one paraphrase only: fewer than n
+    ['In 1932, the bridge opened.']
     >>> RulesMutator(antonym_sets=["number"]).mutate("Sales rose 12% to 1,200 units.", "antonym", 3)
-    ['Sales rose 18% to 1,200 units.', 'Sales rose 12% to 1,800 units.', 'Sales rose 6% to 1,200 units.']
+    ['Sales rose 18% to 1,200 units.', 'Sales rose 12% to 600 units.', 'Sales rose 12% to 2,400 units.']
     """
 
     name = "rules"
@@ -634,7 +634,7 @@ class RulesMutator:
         """Every variant each set in use can make of ``factoid``, in the set's own order (not shuffled).
 
         >>> RulesMutator().candidates("Sales rose 12%.", "antonym")["antonym"]
-        ['Sales fell 12%.', 'Sales declined 12%.', 'Sales dropped 12%.']
+        ['Sales declined 12%.', 'Sales dropped 12%.', 'Sales fell 12%.']
         """
         if kind not in MUTATION_SETS:
             raise ValueError(f"kind must be one of {tuple(MUTATION_SETS)}; got {kind!r}")
