@@ -27,12 +27,13 @@ from ._types import (
     VerificationResult,
     penalty,
 )
-from ._metarag import DEFAULT_TAU, MetaRAG, extract_factoids, metarag_answer
+from ._metarag import AGGREGATES, DEFAULT_TAU, MetaRAG, extract_factoids, metarag_answer
 from ._mutations import ANTONYM_SETS, MUTATION_SETS, SYNONYM_SETS, RulesMutator, load_synonyms
 from ._metrics import ndcg_at_k, recall_at_k, reciprocal_rank, retrieval_metrics
 from ._retrieval import SparseRetriever, minmax_fusion, rank_order, rrf_fusion
 
 __all__ = [
+    "AGGREGATES",
     "ANTONYM_SETS",
     "DEFAULT_TAU",
     "MUTATION_SETS",

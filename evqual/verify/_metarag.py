@@ -27,7 +27,11 @@ For one answer ``A`` to a query ``Q`` over a context ``C``:
 4. **Scores.**  Each variant gets its Table 1 penalty (:func:`penalty`);
    ``S_i`` is the mean over the variants actually made (``2N``, or fewer when
    the mutator could not make more: :attr:`FactoidResult.missing` says how
-   many are missing).  A factoid of which no variant could be made is checked
+   many are missing); with ``aggregate="balanced"`` it is the mean of the
+   synonym mean and the antonym mean instead, which is the same number when
+   both relations have ``N`` variants (seed 000's equation 1) but keeps each
+   relation's weight at one half when the rule-based mutator makes, say, one
+   synonym and five antonyms (a relation without variants is left out).  A factoid of which no variant could be made is checked
    itself, as its own synonym (Table 1's synonym row: ``S_i`` is 0 for YES,
    0.5 for NOT SURE, 1 for NO), so an unmutable factoid still counts.  The
    answer's score is ``H = max_i S_i`` (0 for an answer without a factoid).
@@ -59,8 +63,10 @@ from ._evidence import EvidenceRetriever
 from ._mutations import RulesMutator
 from ._types import ANSWERS, Evidence, FactoidResult, Usage, Variant, VerificationResult, penalty
 
-__all__ = ["DEFAULT_TAU", "MetaRAG", "extract_factoids", "metarag_answer"]
+__all__ = ["AGGREGATES", "DEFAULT_TAU", "MetaRAG", "extract_factoids", "metarag_answer"]
 
+#: How ``S_i`` averages the penalties of a factoid's variants (see :class:`MetaRAG`).
+AGGREGATES = ("mean", "balanced")
 #: Seed 000, Section 3.6: the general and the sensitive-topic threshold.
 DEFAULT_TAU = {"general": 0.5, "sensitive": 0.3}
 
@@ -163,6 +169,8 @@ class MetaRAG:
         YES at ``probability >= yes_at``; NO at ``probability < no_at`` (or ``REFUTED``).
     reject_at : float, default=0.75
         ``reject`` tier at ``H >= max(tau, reject_at)``.
+    aggregate : {"mean", "balanced"}, default="mean"
+        ``S_i`` as the mean penalty over the variants made, or the mean of the two relations' means.
 
     Examples
     --------
@@ -193,7 +201,7 @@ class MetaRAG:
 
     def __init__(self, *, judge, mutator=None, extractor=None, n: int = 5, tau=None, policy=None,
                  retriever="sparse", k: int = 3, yes_at: float = 0.75, no_at: float = 0.4,
-                 reject_at: float = 0.75):
+                 reject_at: float = 0.75, aggregate: str = "mean"):
         self.judge = judge
         self.mutator = mutator
         self.extractor = extractor
@@ -205,6 +213,7 @@ class MetaRAG:
         self.yes_at = yes_at
         self.no_at = no_at
         self.reject_at = reject_at
+        self.aggregate = aggregate
 
     # ------------------------------------------------------------------ parts
 
@@ -222,6 +231,8 @@ class MetaRAG:
             _number(getattr(self, name), name)
         if self.no_at > self.yes_at:
             raise ValueError(f"no_at must be <= yes_at; got {self.no_at!r} > {self.yes_at!r}")
+        if self.aggregate not in AGGREGATES:
+            raise ValueError(f"aggregate must be one of {AGGREGATES}; got {self.aggregate!r}")
         if self.policy is not None and not isinstance(self.policy, Policy):
             raise ValueError(f"policy must be an evqual.scoring.Policy or None; got {type(self.policy).__name__}")
         if not isinstance(self.k, int) or isinstance(self.k, bool) or self.k < 1:
@@ -284,6 +295,16 @@ class MetaRAG:
         if score < tau:
             return "accept"
         return "reject" if score >= max(tau, self.reject_at) else "revise"
+
+    def _aggregate(self, variants) -> float:
+        if self.aggregate == "mean":
+            return sum(v.penalty for v in variants) / len(variants)
+        means = []
+        for kind in ("synonym", "antonym"):
+            ps = [v.penalty for v in variants if v.kind == kind]
+            if ps:
+                means.append(sum(ps) / len(ps))
+        return sum(means) / len(means)
 
     # ------------------------------------------------------------------ verification
 
@@ -370,7 +391,7 @@ class MetaRAG:
                 variants[i].append(Variant(kind, text, answer, penalty(kind, answer), prob))
             factoids = []
             for (a, b), vs, miss in zip(spans, variants, missing):
-                s_i = round(sum(v.penalty for v in vs) / len(vs), 6)
+                s_i = round(self._aggregate(vs), 6)
                 ev = [_ev_dict(e) for e in retr.retrieve(output[a:b])]
                 factoids.append(FactoidResult(a, b, output[a:b], s_i, s_i >= tau, vs, ev, miss))
         except Exception as exc:  # noqa: BLE001 - one answer's failure is its result, never a lost line
