@@ -536,3 +536,36 @@ def test_fuzz_verify(query, context, output):
             assert output[f.start:f.end] == f.text and 0.0 <= f.score <= 1.0
     else:
         assert r.score is None
+
+
+# ------------------------------------------------------------------------------------------------ ablation script
+
+
+def _ablation():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "metarag_ablation.py"
+    spec = importlib.util.spec_from_file_location("metarag_ablation", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_ablation_script_runs_on_the_sample(tmp_path, capsys):
+    from evqual.data import sample_path
+
+    mod = _ablation()
+    out_json, out_png = tmp_path / "a.json", tmp_path / "a.png"
+    rc = mod.main(["--data", str(sample_path()), "--judge", "lexical", "--limit", "6", "--n", "2",
+                   "--antonym-sets", "all", "values", "--synonym-sets", "all", "--json", str(out_json),
+                   "--plot", str(out_png)])
+    assert rc == 0
+    report = json.loads(out_json.read_text())
+    assert report["answers"] == 6 and [c["name"] for c in report["configs"]] == ["N2/ant:all/syn:all/mean",
+                                                                               "N2/ant:values/syn:all/mean"]
+    for c in report["configs"]:
+        assert 0 <= c["f1"] <= 1 and c["variants_per_answer"] > 0 and c["errors"] == 0
+    assert report["pareto"]["variants_per_answer"] and out_png.stat().st_size > 0
+    assert mod.main(["--judge", "no_such_module:Judge"]) == 2
+    assert "cannot build the judge" in capsys.readouterr().err
