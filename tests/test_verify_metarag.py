@@ -494,6 +494,17 @@ def test_the_lexicon_leaves_verb_noun_homographs_alone():
         assert word not in syn, word
 
 
+def test_the_lexicon_ships_with_the_package():
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    patterns = data["tool"]["setuptools"]["package-data"]["evqual.verify"]
+    shipped = [p for pat in patterns for p in (root / "evqual" / "verify").glob(pat)]
+    assert (root / "evqual" / "verify" / "lexicons" / "synonyms.tsv") in shipped
+
+
 @pytest.mark.parametrize("line, match", [
     ("big\tLarge", r"line 2, field 2"),
     ("big", r"line 2: a group needs at least two"),
