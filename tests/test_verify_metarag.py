@@ -279,8 +279,9 @@ def test_balanced_equals_the_mean_when_both_relations_have_n_variants():
     assert c.score == (1 + 0.5) / 2  # a relation without variants does not count
 
 
-def test_factoids_drop_questions_and_opinions_and_keep_spans():
-    out = "Paris is the capital of France; it has 2 million people. Is it big? In my opinion it is lovely."
+def test_factoids_drop_questions_opinions_and_lead_ins_and_keep_spans():
+    out = ("Here is a summary of the article in 200 words or less:\nParis is the capital of France; it has 2 million "
+           "people. Is it big? In my opinion it is lovely.")
     spans = extract_factoids(out)
     assert [out[a:b] for a, b in spans] == ["Paris is the capital of France", "it has 2 million people."]
 

@@ -7,8 +7,10 @@ For one answer ``A`` to a query ``Q`` over a context ``C``:
    family), keeping each one's character span in ``A``.  A unit is dropped when
    it is a question (it ends with ``?``), an opinion or a courtesy (it opens
    with a first-person stance such as "I think", "in my opinion",
-   "personally", or "I hope this helps", "feel free", "let me know"), or has
-   no letter or digit: seed 000 decomposes an answer into *verifiable* facts.
+   "personally", or "I hope this helps", "feel free", "let me know"), a
+   lead-in that ends with a colon ("Here is a summary of the article:"), or
+   has no letter or digit: seed 000 decomposes an answer into *verifiable*
+   facts.
    A leading coordinator ("and", "but", "or", "so", "yet") is not part of the
    statement that is mutated and judged (the span keeps it).
 2. **Mutations.**  ``N`` synonym and ``N`` antonym variants of each factoid
@@ -100,7 +102,8 @@ def extract_factoids(output: str) -> list:
     for s, e in split_sentences(output):
         for a, b in split_claims(output, s, e):
             unit = output[a:b]
-            if any(c.isalnum() for c in unit) and not _is_question(unit) and not _OPINION_RE.match(unit):
+            if any(c.isalnum() for c in unit) and not _is_question(unit) and not _OPINION_RE.match(unit) \
+                    and not unit.rstrip().endswith(":"):
                 spans.append((a, b))
     return spans
 
