@@ -63,6 +63,8 @@ from ._types import (
     VerificationResult,
     penalty,
 )
+from ._metarag import AGGREGATES, DEFAULT_TAU, MetaRAG, extract_factoids, metarag_answer
+from ._mutations import ANTONYM_SETS, MUTATION_SETS, SYNONYM_SETS, RulesMutator, load_synonyms
 from ._metrics import ndcg_at_k, recall_at_k, reciprocal_rank, retrieval_metrics
 from ._retrieval import SparseRetriever, minmax_fusion, rank_order, rrf_fusion
 
@@ -93,6 +95,16 @@ __all__ = [
     "extract_claims",
     "is_opinion",
     "is_question",
+    "AGGREGATES",
+    "ANTONYM_SETS",
+    "DEFAULT_TAU",
+    "MUTATION_SETS",
+    "MetaRAG",
+    "RulesMutator",
+    "SYNONYM_SETS",
+    "extract_factoids",
+    "load_synonyms",
+    "metarag_answer",
     "ANSWERS",
     "ENV_VARS",
     "JUDGE_MODES",

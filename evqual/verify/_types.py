@@ -175,7 +175,10 @@ class Variant:
 
 @dataclass
 class FactoidResult:
-    """One MetaRAG factoid: its span in the answer, its variants and its score ``S_i``."""
+    """One MetaRAG factoid: its span in the answer, its variants and its score ``S_i``.
+
+    ``missing`` counts the variants asked for (``2N``) that the mutator could not make.
+    """
 
     start: int
     end: int
@@ -184,6 +187,7 @@ class FactoidResult:
     flagged: bool
     variants: list = field(default_factory=list)
     evidence: list = field(default_factory=list)
+    missing: int = 0
 
 
 @dataclass
