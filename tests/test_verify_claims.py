@@ -276,3 +276,10 @@ def test_verifier_fuzz(verifier, output, context):
         assert 0.0 <= r.score <= 1.0 and r.tier in ("accept", "revise", "reject")
         for c in r.claims:
             assert output[c.start:c.end] == c.text and c.verdict in ("SUPPORTED", "REFUTED", "NO_EVIDENCE")
+
+
+def test_a_negated_wrong_value_is_not_refuted(judge):
+    """issue 11: "did not open in 1932" against "opened in 1937" was REFUTED (the date check ignores negation)."""
+    plain, negated = judge.judge(["The bridge opened in 1932.", "The bridge did not open in 1932."], [[], []],
+                                 chunks=CTX)
+    assert plain.verdict == "REFUTED" and negated.verdict != "REFUTED"

@@ -10,16 +10,25 @@ things off that analysis:
   entity, role, quantifier, field, displaced): any of them makes the verdict
   ``REFUTED``, with the disagreeing evidence passage first.
 
+A negated statement ("did not open in 1932") does not inherit a number, unit
+or date conflict: it is true when the evidence holds another value.
 Otherwise the verdict is ``SUPPORTED`` when the probability reaches ``tau``
 (seed 003's entailment threshold, 0.75) and ``NO_EVIDENCE`` below it.
 """
 
 from __future__ import annotations
 
+import re
+
 from ._claim_model import claim_example, load_claim_model
 from ._types import Evidence, Judgement
 
 __all__ = ["REFUTING_CHECKS", "RulesJudge", "answer_from"]
+
+_NEGATED_RE = re.compile(r"\b(?:not|never|no|none|neither|nor|without)\b|n't\b", re.IGNORECASE)
+#: Value checks whose conflict a negated statement does not inherit ("it did not open in 1932" is true when
+#: the evidence says 1937).
+_VALUE_CHECKS = ("number", "unit", "date")
 
 #: Check findings that refute a statement (``unsupported`` only lowers its probability).
 REFUTING_CHECKS = ("number", "unit", "date", "negation", "antonym", "entity", "role", "quantifier", "field",
@@ -93,6 +102,8 @@ class RulesJudge:
                 continue
             prob = round(float(1.0 - ph), 6)
             findings = [f for sent in an.findings for f in sent if f.check in REFUTING_CHECKS]
+            if _NEGATED_RE.search(stmt):  # a negated wrong value is a true statement, not a refuted one
+                findings = [f for f in findings if f.check not in _VALUE_CHECKS]
             if findings:
                 f = findings[0]
                 ev = self._refuting_evidence(ex, f, ev)
