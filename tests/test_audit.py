@@ -30,7 +30,7 @@ from evqual.scoring import (
 
 RECORD_KEYS = {"time", "id", "model", "threshold", "topics", "sensitive", "risk", "flagged", "decision",
                "verify", "spans", "reason_codes", "flagged_sentences", "input_sha256", "policy", "rule",
-               "note_codes", "notes", "label", "warnings"}
+               "note_codes", "notes", "label", "warnings", "verification", "final_flagged"}
 TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
 
@@ -64,6 +64,7 @@ def test_record_contains_every_field(tmp_path):
     assert rec["model"] == {"name": "lr-evidence", "method": "logistic", "version": "1.2.0", "sha256": "ab" * 32}
     assert (rec["threshold"], rec["topics"], rec["sensitive"]) == (0.3, ["healthcare"], True)
     assert (rec["risk"], rec["flagged"], rec["decision"], rec["verify"]) == (0.82, True, "regenerate", False)
+    assert (rec["verification"], rec["final_flagged"]) == (None, True)  # not verified: the pre-filter decides
     assert rec["spans"] == [{"start": 32, "end": 50, "text": "safe in pregnancy", "risk": 0.8}]
     assert rec["reason_codes"] == ["unsupported_claim", "contradiction"]
     assert rec["flagged_sentences"] == [{"index": 1, "start": 26, "end": 51, "risk": 0.82,

@@ -179,3 +179,28 @@ def test_llm_faults_are_per_answer_errors(tmp_path, stub):
     verify_file(src, out, verifier)
     rows = [json.loads(x) for x in out.getvalue().splitlines()]
     assert len(rows) == 2 and rows[1]["error"] is None
+
+
+def test_verify_cli_metarag_llm_backend_against_the_stub(tmp_path, stub):
+    src = _write(tmp_path / "in.jsonl", [ROWS[0], ROWS[1]])
+    out = tmp_path / "out.jsonl"
+    status = main(["verify", str(src), "--out", str(out), "--method", "metarag", "--backend", "llm",
+                   "--llm-base-url", stub.base_url, "--llm-model", "stub-model", "--mutations", "2", "--no-progress"])
+    assert status == 1  # the bad JSON line
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["line"] for r in rows] == [1, 2]
+    r = rows[0]
+    assert r["method"] == "metarag" and r["backend"] == "llm" and r["error"] is None
+    assert r["factoids"] and all(v["answer"] in ("YES", "NO", "NOT SURE") for f in r["factoids"] for v in f["variants"])
+    assert 0.0 <= r["score"] <= 1.0 and r["usage"]["calls"] >= 2
+
+
+def test_verify_cli_metarag_rules_flags_a_wrong_year(tmp_path):
+    src = _write(tmp_path / "in.jsonl", [ROWS[2]])
+    out = tmp_path / "out.jsonl"
+    assert main(["verify", str(src), "--out", str(out), "--method", "metarag", "--mutations", "2",
+                 "--no-progress"]) == 0
+    r = json.loads(out.read_text())
+    f = r["factoids"][0]
+    assert ROWS[2]["output"][f["start"]:f["end"]] == f["text"] and f["variants"]
+    assert {v["kind"] for v in f["variants"]} <= {"synonym", "antonym"}

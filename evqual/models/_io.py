@@ -797,7 +797,7 @@ def _audit_schema(zf: zipfile.ZipFile, model_path: Path, root=_ROOT_TYPE, truste
     module, cls, loader = schema.get("__module__"), schema.get("__class__"), schema.get("__loader__")
     if (f"{module}.{cls}", loader) != root:
         raise ModelLoadError(f"{model_path}: schema.json at the root: the root must be an "
-                             f"{root[0]}; got {_oneline(f'{module}.{cls}', 120)!r}; refusing to load")
+                             f"{'evqual.models.Detector' if root == _ROOT_TYPE else root[0]}; got {_oneline(f'{module}.{cls}', 120)!r}; refusing to load")
     members = {info.filename: info for info in zf.infolist()}
     headers: dict = {}  # .npy header bytes -> numpy's parse of them
     referenced: set = set()

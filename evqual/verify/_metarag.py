@@ -258,19 +258,29 @@ class MetaRAG:
         return EvidenceRetriever(k=self.k, method=self.retriever or "sparse")
 
     def _factoids(self, output: str) -> list:
+        """``(start, end, statement)`` per factoid: ``statement`` is the extractor's own wording when it gives
+        one (an LLM's decontextualised factoid, a ``(start, end, text)`` tuple or an object with ``text``
+        that differs from the span), else ``None`` (the span's text is used)."""
         ext = self.extractor
         if ext is None:
-            spans = extract_factoids(output)
+            items = extract_factoids(output)
         elif callable(getattr(ext, "extract", None)):
-            spans = [(c.start, c.end) for c in ext.extract(output)]
+            items = list(ext.extract(output))
         else:
-            spans = list(ext(output))
+            items = list(ext(output))
         out = []
-        for a, b in spans:
+        for item in items:
+            if hasattr(item, "start") and hasattr(item, "end"):
+                a, b, text = item.start, item.end, getattr(item, "text", None)
+            elif isinstance(item, (tuple, list)) and len(item) in (2, 3):
+                a, b, text = item[0], item[1], (item[2] if len(item) == 3 else None)
+            else:
+                raise ValueError(f"extractor returned {item!r}; expected (start, end) or (start, end, text)")
             if not (isinstance(a, int) and isinstance(b, int) and 0 <= a < b <= len(output)):
                 raise ValueError(f"extractor returned the span ({a!r}, {b!r}), not inside the answer "
                                  f"(length {len(output)})")
-            out.append((a, b))
+            given = text if isinstance(text, str) and text.strip() and text != output[a:b] else None
+            out.append((a, b, given))
         return out
 
     def threshold(self, query: str = "", context="", topics=None) -> tuple:
@@ -359,8 +369,8 @@ class MetaRAG:
             spans = self._factoids(output)
             plan = []  # (factoid index, kind, statement)
             missing = []
-            for i, (a, b) in enumerate(spans):
-                stmt = _LEAD_COORD.sub("", output[a:b]).strip() or output[a:b].strip()
+            for i, (a, b, given) in enumerate(spans):
+                stmt = given.strip() if given else (_LEAD_COORD.sub("", output[a:b]).strip() or output[a:b].strip())
                 syn = [v for v in mutator.mutate(stmt, "synonym", self.n) if isinstance(v, str)][: self.n]
                 ant = [v for v in mutator.mutate(stmt, "antonym", self.n) if isinstance(v, str)][: self.n]
                 missing.append(2 * self.n - len(syn) - len(ant))
@@ -393,7 +403,7 @@ class MetaRAG:
                     and math.isfinite(prob) else None
                 variants[i].append(Variant(kind, text, answer, penalty(kind, answer), prob))
             factoids = []
-            for (a, b), vs, miss in zip(spans, variants, missing):
+            for (a, b, _), vs, miss in zip(spans, variants, missing):
                 s_i = round(self._aggregate(vs), 6)
                 ev = [_ev_dict(e) for e in retr.retrieve(output[a:b])]
                 factoids.append(FactoidResult(a, b, output[a:b], s_i, s_i >= tau, vs, ev, miss))
