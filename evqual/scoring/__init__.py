@@ -11,7 +11,16 @@ re-exported here.
 from ._audit import AuditLog, input_sha256, read_audit_log
 from ._policy import Decision, Policy, load_policy
 from ._scorer import Scorer, as_scoring_example
-from ._stream import StreamAborted, count_lines, error_record, parse_results, read_results, score_block, score_file
+from ._stream import (
+    StreamAborted,
+    count_lines,
+    dumps_line,
+    error_record,
+    parse_results,
+    read_results,
+    score_block,
+    score_file,
+)
 from ..results import DECISIONS, Citation, ModelInfo, Reason, ScoreResult, SentenceResult, SpanResult
 from ._topics import BUILTIN_TOPICS, Topic, TopicTagger
 from ._frame import FRAME_COLUMNS, FRAME_SCHEMA, SPARK_SCHEMA, empty_result_frame, score_frame
@@ -20,6 +29,7 @@ from ._parallel import resolve_jobs, score_file_parallel
 __all__ = [
     "StreamAborted",
     "count_lines",
+    "dumps_line",
     "error_record",
     "parse_results",
     "read_results",

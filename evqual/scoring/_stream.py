@@ -13,7 +13,7 @@ import json
 from ._audit import input_sha256
 from ..results import ScoreResult
 
-__all__ = ["score_file", "score_block", "count_lines", "error_record", "parse_results", "read_results", "StreamAborted"]
+__all__ = ["score_file", "score_block", "count_lines", "dumps_line", "error_record", "parse_results", "read_results", "StreamAborted"]
 
 
 def count_lines(path) -> int:
@@ -53,7 +53,7 @@ class StreamAborted(OSError):
                          f"{n_written} output lines were written before it")
 
 
-def _dumps_line(record: dict) -> str:
+def dumps_line(record: dict) -> str:
     """One JSON line; text that cannot be UTF-8 (unpaired surrogates) is written with \\u escapes."""
     text = json.dumps(record, ensure_ascii=False)
     try:
@@ -93,7 +93,7 @@ class _Output:
         if self.audit is not None:
             self._audited(line, self.audit.write_error, line,
                           "; ".join(f"{i.code} {i.field or 'line'}: {i.message}" for i in issues), id=id)
-        self._write(line, _dumps_line(error_record(line, issues, id)))
+        self._write(line, dumps_line(error_record(line, issues, id)))
 
     def scored(self, line, ex, text, res):
         """The result ``res`` of example ``ex`` (input line ``line``), already serialised as ``text``."""
@@ -150,7 +150,7 @@ def score_block(scorer, block, *, path: str = "<input>", policy=None, include_co
             if not include_context:
                 res = dataclasses.replace(res, context="")
             try:
-                out.append((_dumps_line({"line": line, **res.to_dict()}), res))
+                out.append((dumps_line({"line": line, **res.to_dict()}), res))
                 continue
             except Exception as exc:  # noqa: BLE001 - a result that cannot be serialised is an error of its line
                 res = DataIssue("E110", path, line, None,

@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ..text import content_tokens, split_sentences, tokenize
 from ._llm import LLMClient, LLMError
 from ._prompts import load_prompt
-from ._types import ANSWERS, MUTATION_KINDS, VERDICTS, Judgement
+from ._types import MUTATION_KINDS, VERDICTS, Judgement
 
 __all__ = ["LLMFactoidExtractor", "LLMJudge", "LLMMutator", "JUDGE_MODES"]
 

@@ -61,6 +61,7 @@ import time
 from ..features import split_claims
 from ..scoring import Policy
 from ..text import split_sentences
+from ._claims import is_opinion, is_question
 from ._evidence import EvidenceRetriever
 from ._mutations import RulesMutator
 from ._types import ANSWERS, Evidence, FactoidResult, Usage, Variant, VerificationResult, penalty
@@ -72,21 +73,7 @@ AGGREGATES = ("mean", "balanced")
 #: Seed 000, Section 3.6: the general and the sensitive-topic threshold.
 DEFAULT_TAU = {"general": 0.5, "sensitive": 0.3}
 
-_OPINION_RE = re.compile(
-    r"^\W*(?:(?:and|but|so)\s+)?(?:"
-    r"(?:i|we)\s+(?:personally\s+)?(?:think|believe|feel|guess|suppose|hope|reckon|would\s+say|'d\s+say|"
-    r"would\s+argue|am\s+(?:sure|confident|glad|happy)|prefer|love|like)\b"
-    r"|in\s+(?:my|our)\s+(?:opinion|view|experience)\b"
-    r"|personally\b|it\s+seems\s+to\s+me\b|imho\b|to\s+me\b"
-    r"|(?:please|feel\s+free|let\s+me\s+know|thank\s+you|thanks|hope\s+this\s+helps)\b"
-    r")",
-    re.IGNORECASE,
-)
 _LEAD_COORD = re.compile(r"^(?:(?:and|but|or|so|yet)\b[\s,]*)+", re.IGNORECASE)
-
-
-def _is_question(text: str) -> bool:
-    return text.rstrip().rstrip("\"')]}\u201d\u2019").endswith("?")
 
 
 def extract_factoids(output: str) -> list:
@@ -102,7 +89,7 @@ def extract_factoids(output: str) -> list:
     for s, e in split_sentences(output):
         for a, b in split_claims(output, s, e):
             unit = output[a:b]
-            if any(c.isalnum() for c in unit) and not _is_question(unit) and not _OPINION_RE.match(unit) \
+            if any(c.isalnum() for c in unit) and not is_question(unit) and not is_opinion(unit) \
                     and not unit.rstrip().endswith(":"):
                 spans.append((a, b))
     return spans

@@ -10,10 +10,8 @@ write does (:class:`evqual.scoring.StreamAborted`).
 
 from __future__ import annotations
 
-import json
-
 from ..data import iter_records, response_label
-from ..scoring import StreamAborted, error_record
+from ..scoring import StreamAborted, dumps_line, error_record
 
 __all__ = ["METHODS", "make_verifier", "verify_file"]
 
@@ -76,15 +74,6 @@ def make_verifier(method: str = "claims", backend: str = "rules", *, tau: float 
     return MetaRAG(judge=RulesJudge(), mutator=RulesMutator(), n=mutations, tau=tau, k=k, aggregate="balanced")
 
 
-def _line(record: dict) -> str:
-    text = json.dumps(record, ensure_ascii=False)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = json.dumps(record, ensure_ascii=True)
-    return text + "\n"
-
-
 def verify_file(path, out, verifier, *, limits=None, progress=None) -> tuple:
     """Verify every line of ``path`` (generic JSONL or RAGTruth ``response.jsonl``) into the text stream ``out``.
 
@@ -135,7 +124,7 @@ def verify_file(path, out, verifier, *, limits=None, progress=None) -> tuple:
             else:
                 n_bad += 1
         try:
-            out.write(_line(record))
+            out.write(dumps_line(record))
             out.flush()
         except (OSError, ValueError) as exc:
             raise StreamAborted("output", line, n - 1, exc) from exc
