@@ -659,24 +659,33 @@ def _open_input(src: Path, command: str) -> bool:
     return True
 
 
+def _input_file(arg, command):
+    """The answers file of ``evqual score``/``verify``: ``arg`` (a folder means its ``response.jsonl``), or the
+    embedded sample without it; ``None`` after printing the error when it is not a file."""
+    from .data import sample_path
+
+    src = Path(arg) if arg else sample_path() / "response.jsonl"
+    if src.is_dir():
+        src = src / "response.jsonl"
+    if not src.is_file():
+        print(f"evqual {command}: error: {src}: file not found", file=sys.stderr)
+        return None
+    return src
+
+
 def cmd_score(args) -> int:
     import contextlib
     import warnings
 
     from ._progress import Progress
-    from .data import sample_path
     from .errors import EvqualDataError
     from .scoring import AuditLog, score_file_parallel
     from .scoring import StreamAborted, count_lines, score_file
 
     stdin = args.input == "-"
-    src = Path(args.input) if args.input and not stdin else sample_path() / "response.jsonl"
-    if not stdin:
-        if src.is_dir():
-            src = src / "response.jsonl"
-        if not src.is_file():
-            print(f"evqual score: error: {src}: file not found", file=sys.stderr)
-            return EXIT_USAGE
+    src = None if stdin else _input_file(args.input, "score")
+    if src is None and not stdin:
+        return EXIT_USAGE
     if args.batch_size < 1:
         print(f"evqual score: error: --batch-size must be >= 1; got {args.batch_size}", file=sys.stderr)
         return EXIT_USAGE
@@ -751,19 +760,14 @@ def cmd_score(args) -> int:
 
 def cmd_verify(args) -> int:
     from ._progress import Progress
-    from .data import sample_path
     from .errors import EvqualDataError
     from .scoring import StreamAborted, count_lines
     from .verify import verify_file
 
     stdin = args.input == "-"
-    src = Path(args.input) if args.input and not stdin else sample_path() / "response.jsonl"
-    if not stdin:
-        if src.is_dir():
-            src = src / "response.jsonl"
-        if not src.is_file():
-            print(f"evqual verify: error: {src}: file not found", file=sys.stderr)
-            return EXIT_USAGE
+    src = None if stdin else _input_file(args.input, "verify")
+    if src is None and not stdin:
+        return EXIT_USAGE
     limits = _limits(args, "verify")
     if limits is None or (not stdin and not _open_input(src, "verify")):
         return EXIT_USAGE

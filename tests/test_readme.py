@@ -19,20 +19,21 @@ def _python_block_after(heading: str) -> str:
     return m.group(1)
 
 
-def test_the_production_snippet_runs_as_written(tmp_path):
-    code = _python_block_after("## Scoring answers in production")
+def _run_snippet(heading: str, cwd):
+    """Run the first python block after ``heading`` in a fresh interpreter; the finished process."""
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=300, env=env)
+    proc = subprocess.run([sys.executable, "-c", _python_block_after(heading)], cwd=cwd, capture_output=True,
+                          text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def test_the_production_snippet_runs_as_written(tmp_path):
+    proc = _run_snippet("## Scoring answers in production", tmp_path)
     assert (tmp_path / "audit.jsonl").read_text(encoding="utf-8").count("\n") == 2
     assert "('a1', " in proc.stdout and "('a2', " in proc.stdout
 
 
 def test_the_verification_snippet_runs_as_written(tmp_path):
-    code = _python_block_after("## Verification behind the pre-filter")
-    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=300, env=env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = _run_snippet("## Verification behind the pre-filter", tmp_path)
     assert "REFUTED" in proc.stdout and "reject" in proc.stdout

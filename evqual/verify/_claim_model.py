@@ -20,11 +20,11 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ..data import chunk_context, kept_spans, make_example
+from ..data import kept_spans, make_example
 from ..features import CONTENT_FAMILIES, EvidenceFeaturizer
 from ..models import FLOOR_CHECKS
 
-__all__ = ["CLAIM_FAMILIES", "CLAIM_MODEL_FORMAT", "ClaimModel", "chunk_texts", "claim_dataset", "claim_example",
+__all__ = ["CLAIM_FAMILIES", "CLAIM_MODEL_FORMAT", "ClaimModel", "claim_dataset", "claim_example",
            "default_claim_model_path", "load_claim_model", "save_claim_model"]
 
 CLAIM_FAMILIES = tuple(f for f in CONTENT_FAMILIES if f != "task")
@@ -59,12 +59,6 @@ def claim_dataset(examples, extractor, *, exclude_implicit_true: bool = False):
             owner.append(i)
             claims.append(c)
     return out, np.asarray(y, dtype=np.int64), np.asarray(owner, dtype=np.int64), claims
-
-
-def chunk_texts(context, task_type=None) -> list:
-    """The chunk texts of a context as :func:`evqual.data.chunk_context` cuts it."""
-    text, chunks = chunk_context(context, task_type)
-    return [text[c.start:c.end] for c in chunks] or [text]
 
 
 class ClaimModel(ClassifierMixin, BaseEstimator):

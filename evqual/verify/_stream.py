@@ -47,31 +47,23 @@ def make_verifier(method: str = "claims", backend: str = "rules", *, tau: float 
 
         client = LLMClient(base_url=llm_base_url, model=llm_model, api_key=llm_api_key, timeout=llm_timeout,
                            concurrency=llm_concurrency, cache=llm_cache)
+    from ._pipeline import ClaimVerifier, make_judge
+
+    judge = make_judge(backend, mode="claim" if method == "claims" else "factoid", client=client)
     if method == "claims":
-        from ._pipeline import ClaimVerifier
-
-        if backend == "llm":
-            from ._llm_backend import LLMJudge
-
-            judge = LLMJudge(client, mode="claim")
-        else:
-            from ._rules import RulesJudge
-
-            judge = RulesJudge()
         return ClaimVerifier(judge=judge, retriever=retriever, k=k, tau=0.75 if tau is None else tau)
     from ._metarag import MetaRAG
 
     if backend == "llm":
-        from ._llm_backend import LLMFactoidExtractor, LLMJudge, LLMMutator
+        from ._llm_backend import LLMFactoidExtractor, LLMMutator
 
-        return MetaRAG(judge=LLMJudge(client, mode="factoid"), mutator=LLMMutator(client),
-                       extractor=LLMFactoidExtractor(client), n=mutations, tau=tau, k=k)
+        return MetaRAG(judge=judge, mutator=LLMMutator(client), extractor=LLMFactoidExtractor(client),
+                       n=mutations, tau=tau, k=k)
     from ._mutations import RulesMutator
-    from ._rules import RulesJudge
 
     # balanced S_i: the rule-based mutator often makes fewer synonyms than antonyms, and the plain mean then lets
     # the antonyms outvote them (chosen on the development suite, docs/RESULTS.md "MetaRAG ablation")
-    return MetaRAG(judge=RulesJudge(), mutator=RulesMutator(), n=mutations, tau=tau, k=k, aggregate="balanced")
+    return MetaRAG(judge=judge, mutator=RulesMutator(), n=mutations, tau=tau, k=k, aggregate="balanced")
 
 
 def verify_file(path, out, verifier, *, limits=None, progress=None) -> tuple:
