@@ -204,3 +204,10 @@ def test_verify_cli_metarag_rules_flags_a_wrong_year(tmp_path):
     f = r["factoids"][0]
     assert ROWS[2]["output"][f["start"]:f["end"]] == f["text"] and f["variants"]
     assert {v["kind"] for v in f["variants"]} <= {"synonym", "antonym"}
+
+
+@pytest.mark.parametrize("method", ["claims", "metarag"])
+def test_make_verifier_passes_the_retriever_on(method):
+    """issue 11: `evqual verify --method metarag --retriever hybrid` used BM25 (the option was dropped)."""
+    v = make_verifier(method, retriever="hybrid", k=2)
+    assert (v.retriever, v.k) == ("hybrid", 2)

@@ -58,12 +58,13 @@ def make_verifier(method: str = "claims", backend: str = "rules", *, tau: float 
         from ._llm_backend import LLMFactoidExtractor, LLMMutator
 
         return MetaRAG(judge=judge, mutator=LLMMutator(client), extractor=LLMFactoidExtractor(client),
-                       n=mutations, tau=tau, k=k)
+                       n=mutations, tau=tau, k=k, retriever=retriever)
     from ._mutations import RulesMutator
 
     # balanced S_i: the rule-based mutator often makes fewer synonyms than antonyms, and the plain mean then lets
     # the antonyms outvote them (chosen on the development suite, docs/RESULTS.md "MetaRAG ablation")
-    return MetaRAG(judge=judge, mutator=RulesMutator(), n=mutations, tau=tau, k=k, aggregate="balanced")
+    return MetaRAG(judge=judge, mutator=RulesMutator(), n=mutations, tau=tau, k=k, aggregate="balanced",
+                   retriever=retriever)
 
 
 def verify_file(path, out, verifier, *, limits=None, progress=None) -> tuple:
