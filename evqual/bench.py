@@ -361,9 +361,11 @@ def synthetic_sentences(n: int, *, seed: int = 0, vocabulary: int = 20_000) -> l
 
 
 # ---------------------------------------------------------------- scaling with input size
-SIZE_CASES = ("answer_1k", "answer_10k", "answer_20k", "answer_100k", "context_1mb", "context_10mb", "context_100mb")
-"""The cases of :func:`bench_sizes`: answers of N sentences against a modest context, and contexts of N MB
-against a short answer."""
+SIZE_CASES = ("answer_1k", "answer_10k", "answer_20k", "answer_100k", "context_1mb", "context_10mb", "context_100mb",
+              "product_3kx2k", "product_30kx2k", "product_3kx20k", "product_30kx20k")
+"""The cases of :func:`bench_sizes`: answers of N sentences against a modest context, contexts of N MB
+against a short answer, and answers of N thousand sentences against M thousand passages (``product_NkxMk``:
+where cost once grew with N x M)."""
 
 _MODEST_CONTEXT = 200  # context sentences (10 passages) for the answer cases
 _SENTENCE_CHARS = 62  # mean length of a synthetic sentence, with its space
@@ -377,7 +379,8 @@ def size_case_example(case: str):
     10 passages.  ``context_Nmb``: a QA context string of N MB (chunked by
     sentence, about 16,000 chunks per MB) against a four-sentence answer
     (two sentences of the context, one with an unsupported number, one
-    made up).
+    made up).  ``product_NkxMk``: an answer of N thousand synthetic
+    sentences against M thousand passages of one synthetic sentence each.
 
     Examples
     --------
@@ -404,6 +407,12 @@ def size_case_example(case: str):
                            synthetic_sentences(2, seed=9)[1]])
         return make_example(query="When did the bridge open?", context=context, output=output, task_type="QA",
                             id=case)
+    if kind == "product" and "x" in size:
+        n, m = (int(part[:-1]) * 1000 for part in size.split("x"))
+        passages = synthetic_sentences(m, seed=1)  # one sentence per passage
+        output = " ".join(synthetic_sentences(n, seed=0))
+        return make_example(query="What did the council report about the bridge?", context=passages,
+                            output=output, task_type="QA", id=case)
     raise ValueError(f"unknown size case {case!r}; expected one of {SIZE_CASES}")
 
 

@@ -33,12 +33,67 @@ DEFAULT_MAX_OUTPUT_CHARS = 1_000_000
 DEFAULT_MAX_CONTEXT_CHARS = 10_000_000
 
 
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_safe(value):
+    r"""A text cell that a spreadsheet will not run as a formula (OWASP's CSV-injection advice).
+
+    Text starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets a leading ``'``
+    (Excel and LibreOffice then show it as text); other values are returned as they are.
+
+    >>> csv_safe('=HYPERLINK("http://x")'), csv_safe("-2+3"), csv_safe("q1"), csv_safe(-2.5)
+    ('\'=HYPERLINK("http://x")', "'-2+3", 'q1', -2.5)
+    """
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
 def _to_csv(df, out) -> None:
-    """Write ``df`` as CSV with every text field quoted: an id holding a carriage return or a new line
-    (untrusted input) must not split its row for the reader."""
+    """Write ``df`` as CSV with every text field quoted (an id holding a carriage return or a new line,
+    untrusted input, must not split its row for the reader) and no text cell a spreadsheet would run as
+    a formula (:func:`csv_safe`); written whole to a temporary file, then renamed onto ``out``."""
     import csv
 
-    df.to_csv(out, index=False, quoting=csv.QUOTE_NONNUMERIC)
+    from ._files import AtomicFile
+
+    import pandas as pd
+
+    df = df.copy()
+    for col in df.columns:
+        if df[col].dtype == object or pd.api.types.is_string_dtype(df[col].dtype):
+            df[col] = df[col].map(csv_safe)
+    with AtomicFile(out) as fh:
+        df.to_csv(fh, index=False, quoting=csv.QUOTE_NONNUMERIC)
+
+
+def _refuse_clash(command: str, inputs, outputs) -> bool:
+    """Print an error and return True when an output is an input or another output (see
+    :func:`evqual._files.clashing_paths`)."""
+    from ._files import clashing_paths
+
+    problem = clashing_paths(inputs, outputs)
+    if problem:
+        print(f"evqual {command}: error: {problem}", file=sys.stderr)
+        return True
+    return False
+
+
+def _open_output(path):
+    """``path`` for writing: an :class:`~evqual._files.AtomicFile` (whole or not at all) for a regular or new
+    file, the file itself for anything else (a pipe, ``/dev/stdout``)."""
+    import stat
+
+    from ._files import AtomicFile
+
+    try:
+        special = not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        special = False
+    if special:
+        return open(path, "w", encoding="utf-8", newline="\n")
+    return AtomicFile(path)
 
 def _add_limit_options(parser) -> None:
     """--max-output-chars and --max-context-chars, shared by every command that reads answers."""
@@ -358,6 +413,8 @@ def cmd_featurize(args) -> int:
         return EXIT_USAGE
     if not _dependencies_ok("featurize", parquet=(args.out, args.data), entity_backend=args.entity_backend):
         return EXIT_USAGE
+    if _refuse_clash("featurize", [("input", args.data)], [("--out", args.out)]):
+        return EXIT_USAGE
     families = [f.strip() for f in args.families.split(",") if f.strip()] if args.families else None
     fz = EvidenceFeaturizer(level=args.level, families=families, include_metadata=args.metadata,
                             entity_backend=args.entity_backend)
@@ -588,6 +645,8 @@ def cmd_predict(args) -> int:
         return EXIT_USAGE
     if not _dependencies_ok("predict", parquet=(args.data,)):
         return EXIT_USAGE
+    if _refuse_clash("predict", [("input", args.data)], [("--out", args.out)]):
+        return EXIT_USAGE
     det = _load_model(args, "predict")
     if det is None:
         return EXIT_USAGE
@@ -621,7 +680,10 @@ def cmd_predict(args) -> int:
         if out.suffix.lower() == ".csv":
             _to_csv(df, out)
         else:
-            df.to_json(out, orient="records", lines=True)
+            from ._files import AtomicFile
+
+            with AtomicFile(out) as fh:
+                df.to_json(fh, orient="records", lines=True)
     except OSError as exc:
         print(f"evqual predict: error: cannot write {out}: {_why(exc)}", file=sys.stderr)
         return EXIT_IO
@@ -677,6 +739,7 @@ def cmd_score(args) -> int:
     import contextlib
     import warnings
 
+    from ._files import AtomicFile
     from ._progress import Progress
     from .errors import EvqualDataError
     from .scoring import AuditLog, score_file_parallel
@@ -695,6 +758,9 @@ def cmd_score(args) -> int:
     limits = _limits(args, "score")
     if limits is None or (not stdin and not _open_input(src, "score")):
         return EXIT_USAGE
+    if _refuse_clash("score", [("input", None if stdin else src)],
+                     [("--out", args.out), ("--audit-log", args.audit_log)]):
+        return EXIT_USAGE
     scorer, status = _scorer(args, "score")
     if scorer is None:
         return status
@@ -708,6 +774,8 @@ def cmd_score(args) -> int:
     else:
         progress = Progress(count_lines(src), "evqual score", enabled=False if args.no_progress else None)
     n_ok = n_bad = 0
+    atomic_out = [False]
+    input_error = None
     try:
         with contextlib.ExitStack() as stack:
             # every output is opened before --out is truncated: a bad --audit-log leaves --out as it was
@@ -723,7 +791,8 @@ def cmd_score(args) -> int:
             if args.out:
                 try:
                     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-                    out = stack.enter_context(open(args.out, "w", encoding="utf-8", newline="\n"))
+                    out = stack.enter_context(_open_output(args.out))  # renamed onto --out when whole
+                    atomic_out[0] = isinstance(out, AtomicFile)
                 except OSError as exc:
                     print(f"evqual score: error: cannot write {args.out}: {_why(exc)}", file=sys.stderr)
                     return EXIT_USAGE
@@ -731,21 +800,27 @@ def cmd_score(args) -> int:
                 out = sys.stdout
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                if args.jobs == 1:
-                    n_ok, n_bad = score_file(src, out, scorer, audit=audit, progress=progress,
-                                             batch_size=args.batch_size, limits=limits,
-                                             include_context=not args.no_context)
-                else:
-                    # fork: this process has only loaded the model (no threads, no OpenMP yet), so the
-                    # workers start at once with the scorer in memory
-                    n_ok, n_bad = score_file_parallel(src, out, scorer, audit=audit, progress=progress,
-                                                      batch_size=args.batch_size, limits=limits, jobs=args.jobs,
-                                                      include_context=not args.no_context,
-                                                      start_method="fork" if sys.platform == "linux" else None)
+                try:
+                    if args.jobs == 1:
+                        n_ok, n_bad = score_file(src, out, scorer, audit=audit, progress=progress,
+                                                 batch_size=args.batch_size, limits=limits,
+                                                 include_context=not args.no_context)
+                    else:
+                        # fork: this process has only loaded the model (no threads, no OpenMP yet), so the
+                        # workers start at once with the scorer in memory
+                        n_ok, n_bad = score_file_parallel(src, out, scorer, audit=audit, progress=progress,
+                                                          batch_size=args.batch_size, limits=limits, jobs=args.jobs,
+                                                          include_context=not args.no_context,
+                                                          start_method="fork" if sys.platform == "linux" else None)
+                except EvqualDataError as exc:  # the input cannot be read further: the lines scored before
+                    input_error = exc           # it are the run's result, and --out keeps them
+        if input_error is not None:
+            raise input_error
     except StreamAborted as exc:
         target = (args.out or "standard output") if exc.target == "output" else args.audit_log
+        kept = f" (none of them to {args.out}, which was left as it was)" if atomic_out[0] else ""
         print(f"evqual score: error: stopped: cannot write the {exc.target} {target} at input line {exc.line}: "
-              f"{_why(exc.cause)}; {exc.n_written} lines were written before it", file=sys.stderr)
+              f"{_why(exc.cause)}; {exc.n_written} lines were written before it{kept}", file=sys.stderr)
         return EXIT_IO
     except EvqualDataError as exc:
         print(f"evqual score: error: stopped: {exc.issues[0] if exc.issues else exc}", file=sys.stderr)
@@ -771,6 +846,8 @@ def cmd_verify(args) -> int:
     limits = _limits(args, "verify")
     if limits is None or (not stdin and not _open_input(src, "verify")):
         return EXIT_USAGE
+    if _refuse_clash("verify", [("input", None if stdin else src)], [("--out", args.out)]):
+        return EXIT_USAGE
     verifier = _verifier(args, "verify", args.method)
     if verifier is None:
         return EXIT_USAGE
@@ -783,7 +860,7 @@ def cmd_verify(args) -> int:
         if args.out:
             try:
                 Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-                out = open(args.out, "w", encoding="utf-8", newline="\n")
+                out = _open_output(args.out)
             except OSError as exc:
                 print(f"evqual verify: error: cannot write {args.out}: {_why(exc)}", file=sys.stderr)
                 return EXIT_USAGE
@@ -791,9 +868,12 @@ def cmd_verify(args) -> int:
             out = sys.stdout
         try:
             n_ok, n_bad = verify_file(src, out, verifier, limits=limits, progress=progress)
-        finally:
+        except BaseException:
             if out is not sys.stdout:
-                out.close()
+                getattr(out, "discard", out.close)()  # an unfinished --out is never renamed onto the target
+            raise
+        if out is not sys.stdout:
+            out.close()
     except StreamAborted as exc:
         print(f"evqual verify: error: stopped: cannot write {args.out or 'standard output'} at input line "
               f"{exc.line}: {_why(exc.cause)}; {exc.n_written} lines were written before it", file=sys.stderr)
@@ -814,8 +894,10 @@ def cmd_explain(args) -> int:
     import json
     import warnings
 
+    from ._files import AtomicFile
     from .errors import EvqualDataError
     from .explain import iter_html, iter_markdown
+    from .results import validate_result
     from .scoring import StreamAborted, parse_results, score_file
 
     if not args.html and not args.markdown:
@@ -827,6 +909,8 @@ def cmd_explain(args) -> int:
         return EXIT_USAGE
     limits = _limits(args, "explain")
     if limits is None or not _open_input(src, "explain"):
+        return EXIT_USAGE
+    if _refuse_clash("explain", [("input", src)], [("--html", args.html), ("--markdown", args.markdown)]):
         return EXIT_USAGE
     is_results = False
     with open(src, encoding="utf-8", errors="replace") as fh:
@@ -840,13 +924,23 @@ def cmd_explain(args) -> int:
                 break
     n_bad = 0
     errors: list = []
+    def renders(result):  # a record the report cannot show is an error card, never a half-written report
+        validate_result(result)
+        for render in (iter_html, iter_markdown):
+            "".join(render([result])).encode("utf-8", "backslashreplace")
+
     if is_results:
+        def bad_record(d):
+            errors.append(d)
+            if "line" in d and "decision" not in d:
+                print(f"evqual explain: line {d.get('line')}: {d.get('error')}", file=sys.stderr)
+
         try:
-            with open(src, encoding="utf-8") as fh:
-                results = parse_results(fh, str(src), on_error=errors.append)
-        except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
-            print(f"evqual explain: error: {src}: not an `evqual score` output: {exc}", file=sys.stderr)
-            return EXIT_USAGE
+            with open(src, encoding="utf-8", errors="surrogateescape", newline="\n") as fh:
+                results = parse_results(fh, str(src), on_error=bad_record, check=renders)
+        except OSError as exc:
+            print(f"evqual explain: error: cannot read {src}: {_why(exc)}", file=sys.stderr)
+            return EXIT_IO
     else:
         scorer, status = _scorer(args, "explain")
         if scorer is None:
@@ -865,23 +959,24 @@ def cmd_explain(args) -> int:
             errors.append(d)
             print(f"evqual explain: line {d.get('line')}: {d.get('error')}", file=sys.stderr)
 
-        results = parse_results(buf.getvalue().split("\n"), on_error=on_error)
+        results = parse_results(buf.getvalue().split("\n"), on_error=on_error, check=renders)
     for target, render in ((args.html, iter_html), (args.markdown, iter_markdown)):
         if target:
             # written one card at a time: a report of thousands of answers is never held whole in memory
             pieces = render(results, title=args.title, errors=errors, sort=args.sort)
             try:
                 Path(target).parent.mkdir(parents=True, exist_ok=True)
-                fh = open(target, "w", encoding="utf-8")
+                fh = AtomicFile(target)
             except OSError as exc:  # nothing written
                 print(f"evqual explain: error: cannot write {target}: {_why(exc)}", file=sys.stderr)
                 return EXIT_USAGE
             try:
-                with fh:
+                with fh:  # written to a temporary file beside the target, renamed onto it only when whole
                     for piece in pieces:
                         fh.write(piece)
-            except OSError as exc:  # a full disk: the report is incomplete
-                print(f"evqual explain: error: stopped: cannot write {target}: {_why(exc)}", file=sys.stderr)
+            except OSError as exc:  # a full disk: the target is left as it was
+                print(f"evqual explain: error: stopped: cannot write {target}: {_why(exc)}; {target} was not "
+                      f"changed", file=sys.stderr)
                 return EXIT_IO
             not_scored = f", {_count(len(errors), 'line')} not scored" if errors else ""
             print(f"evqual explain: {_count(len(results), 'answer')}{not_scored}; wrote {target}", file=sys.stderr)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field, fields
 
-__all__ = ["Citation", "Reason", "SentenceResult", "SpanResult", "ModelInfo", "ScoreResult", "DECISIONS"]
+__all__ = ["Citation", "Reason", "SentenceResult", "SpanResult", "ModelInfo", "ScoreResult", "DECISIONS", "validate_result"]
 
 DECISIONS = ("show", "warn", "regenerate", "abstain", "escalate")
 
@@ -250,3 +250,69 @@ class ScoreResult:
     @classmethod
     def from_json(cls, text: str) -> "ScoreResult":
         return cls.from_dict(json.loads(text))
+
+
+_SIMPLE = {"int": int, "str": str, "bool": bool, "tuple": tuple, "dict": dict}
+
+
+def _check_field(value, annotation: str, where: str) -> None:
+    import math
+
+    options = [a.strip() for a in annotation.split("|")]
+    if value is None and "None" in options:
+        return
+    kind = options[0]
+    if kind == "float":
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    elif kind == "int":
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif kind in _SIMPLE:
+        ok = isinstance(value, _SIMPLE[kind])
+    else:  # a dataclass of this module
+        cls = globals().get(kind)
+        ok = isinstance(value, cls)
+        if ok:
+            validate_result(value, where)
+    if not ok:
+        raise TypeError(f"field '{where}' must be {annotation}; got {type(value).__name__}")
+
+
+def validate_result(result, where: str = "") -> None:
+    """Raise :class:`TypeError` naming the first field of ``result`` (a :class:`ScoreResult` or one of its
+    parts) whose value is not of its declared type: a result read back from a file that was edited by
+    hand is checked before it is rendered.  Numbers must be finite.
+
+    >>> validate_result(ScoreResult(id="a", risk=0.2, flagged=False, decision="show", threshold=0.5))
+    >>> validate_result(ScoreResult(id="a", risk=0.2, flagged=False, decision="show", threshold=0.5, output=7))
+    Traceback (most recent call last):
+    ...
+    TypeError: field 'output' must be str; got int
+    """
+    from dataclasses import fields
+
+    for f in fields(result):
+        name = f"{where}.{f.name}" if where else f.name
+        value = getattr(result, f.name)
+        if isinstance(result, ScoreResult) and f.name == "id":
+            if value is not None and not isinstance(value, (str, int)):
+                raise TypeError(f"field 'id' must be a string; got {type(value).__name__}")
+            continue
+        _check_field(value, str(f.type), name)
+    if isinstance(result, ScoreResult):
+        for i, s in enumerate(result.sentences):
+            if not isinstance(s, SentenceResult):
+                raise TypeError(f"field 'sentences[{i}]' must be a sentence")
+            validate_result(s, f"sentences[{i}]")
+        for i, s in enumerate(result.spans):
+            if not isinstance(s, SpanResult):
+                raise TypeError(f"field 'spans[{i}]' must be a span")
+            validate_result(s, f"spans[{i}]")
+        for i, t in enumerate(result.topics):
+            if not isinstance(t, str):
+                raise TypeError(f"field 'topics[{i}]' must be a string")
+    if isinstance(result, SentenceResult):
+        for i, r in enumerate(result.reasons):
+            if not isinstance(r, Reason):
+                raise TypeError(f"field '{where}.reasons[{i}]' must be a reason")
+            validate_result(r, f"{where}.reasons[{i}]")
+

@@ -9,7 +9,14 @@ which answers by the prompt's content); faults are queued per test with
 Faults: ``("sleep", seconds)`` (then answer normally), ``("status", code,
 headers)`` (an error reply), ``("raw", bytes)`` (a 200 with that body),
 ``("text", str)`` (a 200 chat completion with that text), ``("nousage",)``
-(a normal answer without a ``usage`` field).  :attr:`StubLLM.always` is a
+(a normal answer without a ``usage`` field).  Hostile servers (issue 21):
+``("trickle", seconds, n)`` (a 200 whose body comes one byte every ``seconds``,
+``n`` bytes in all), ``("huge", n)`` (a 200 whose body of ``n`` bytes is
+streamed in chunks), ``("echo", status)`` (the request's ``Authorization``
+header echoed back: in an error body for a status >= 400, else as the reply
+text), ``("echo-reason",)`` (a valid claim verdict whose ``reason`` holds the
+header) and ``("echo-prefix", status, n)`` (the first ``n`` characters of the
+key in an error body).  :attr:`StubLLM.always` is a
 fault applied to every request once the queue is empty.
 
 The stub records every request (``requests``: the parsed JSON bodies and the
@@ -152,6 +159,50 @@ class StubLLM:
 
     def _reply(self, h, body, fault):
         kind = fault[0] if fault else None
+        auth = h.headers.get("Authorization") or ""
+        if kind == "trickle":
+            h.send_response(200)
+            h.send_header("Content-Type", "application/json")
+            h.send_header("Content-Length", str(fault[2]))
+            h.end_headers()
+            for _ in range(fault[2]):
+                if self._stop.wait(fault[1]):
+                    return
+                try:
+                    h.wfile.write(b" ")
+                    h.wfile.flush()
+                except OSError:  # the client gave up: the test's point
+                    return
+            return
+        if kind == "huge":
+            h.send_response(200)
+            h.send_header("Content-Type", "application/json")
+            h.send_header("Content-Length", str(fault[1]))
+            h.end_headers()
+            chunk = b" " * 65536
+            sent = 0
+            try:
+                while sent < fault[1] and not self._stop.is_set():
+                    piece = chunk[:fault[1] - sent]
+                    h.wfile.write(piece)
+                    sent += len(piece)
+            except OSError:
+                pass
+            return
+        if kind == "echo" and fault[1] >= 400:
+            self._send(h, fault[1], json.dumps({"error": {"message": f"bad header {auth}"}}).encode())
+            return
+        if kind == "echo-prefix":
+            key = auth.removeprefix("Bearer ")
+            self._send(h, fault[1], f"invalid key {key[:fault[2]]}...".encode())
+            return
+        if kind == "echo":
+            fault = ("text", f"I received {auth}")
+            kind = "text"
+        if kind == "echo-reason":
+            fault = ("text", json.dumps({"label": "SUPPORTED", "probability": 0.9, "evidence": [],
+                                         "reason": f"your header was {auth}"}))
+            kind = "text"
         if kind == "sleep":
             self._stop.wait(fault[1])
             kind = None

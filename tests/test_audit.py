@@ -65,15 +65,16 @@ def test_record_contains_every_field(tmp_path):
     assert (rec["threshold"], rec["topics"], rec["sensitive"]) == (0.3, ["healthcare"], True)
     assert (rec["risk"], rec["flagged"], rec["decision"], rec["verify"]) == (0.82, True, "regenerate", False)
     assert (rec["verification"], rec["final_flagged"]) == (None, True)  # not verified: the pre-filter decides
-    assert rec["spans"] == [{"start": 32, "end": 50, "text": "safe in pregnancy", "risk": 0.8}]
+    assert rec["spans"] == [{"start": 32, "end": 50, "risk": 0.8}]  # offsets: the span text is not kept
     assert rec["reason_codes"] == ["unsupported_claim", "contradiction"]
     assert rec["flagged_sentences"] == [{"index": 1, "start": 26, "end": 51, "risk": 0.82,
                                          "reasons": ["unsupported_claim", "contradiction"],
                                          "evidence_chunk_id": "c2"}]
     assert rec["input_sha256"] == h
     assert rec["policy"]["general_threshold"] == "model"
-    # the scored texts themselves are not stored
+    # the scored texts themselves are not stored, not even the span's
     assert "pregnant?" not in path.read_text(encoding="utf-8")
+    assert "safe in pregnancy" not in path.read_text(encoding="utf-8")
 
 
 def test_records_round_trip(tmp_path):
@@ -94,12 +95,12 @@ def test_records_round_trip(tmp_path):
 
 def test_unicode_is_kept(tmp_path):
     path = tmp_path / "audit.jsonl"
-    result = ScoreResult(id="ü-1", risk=0.6, flagged=True, decision="warn", threshold=0.5,
+    result = ScoreResult(id="Müller-ü-1", risk=0.6, flagged=True, decision="warn", threshold=0.5,
                          spans=(SpanResult(0, 5, "Müller", 0.6),))
     with AuditLog(path) as log:
         log.write(result)
-    assert "Müller" in path.read_text(encoding="utf-8")
-    assert read_audit_log(path)[0]["spans"][0]["text"] == "Müller"
+    assert "Müller-ü-1" in path.read_text(encoding="utf-8")  # written as UTF-8, not \u escapes
+    assert read_audit_log(path)[0]["id"] == "Müller-ü-1"
 
 
 def test_append_mode_keeps_earlier_lines(tmp_path):

@@ -197,7 +197,6 @@ def test_generic_jsonl():
 @pytest.mark.parametrize(
     "row, code, field",
     [
-        ({"context": "c", "output": "o"}, "E102", "query"),
         ({"query": "q", "output": "o"}, "E102", "context"),
         ({"query": "q", "context": "c"}, "E102", "output"),
         ({"query": "q", "context": ["a", 3], "output": "o"}, "E103", "context[1]"),
@@ -219,6 +218,15 @@ def test_generic_jsonl_bad_rows(tmp_path, row, code, field):
         data = load_jsonl(path)
     assert [ex.id for ex in data] == ["ok", "ok2"]
     assert (data.issues[0].code, data.issues[0].line, data.issues[0].field) == (code, 2, field)
+
+
+def test_generic_jsonl_query_is_optional_as_in_the_python_api(tmp_path):
+    """One rule for both (issue 21): a row without ``query`` loads, its query derived from the task type."""
+    rows = [{"id": "a", "context": "c", "output": "o"}, {"id": "b", "context": "c", "output": "o", "query": None},
+            {"id": "c", "context": "c", "output": "o", "task_type": "Summary"}]
+    data = load_jsonl(write_lines(tmp_path / "x.jsonl", [json.dumps(r) for r in rows]))
+    assert not data.issues
+    assert [ex.query for ex in data] == ["", "", "Summarize the following news article."]
 
 
 def test_generic_jsonl_whitespace_and_empty_context(tmp_path):

@@ -126,6 +126,31 @@ def test_dask_from_parquet_equals_local(dask_client, frame, local, tmp_path):
 
 
 @pytest.mark.dask
+def test_dask_with_hostile_rows_equals_local_with_string_conversion_off(dask_client, scorer):
+    """A surrogate and a >4,300-digit integer (issue 21): with Dask's string conversion on, the whole job fails
+    before evqual runs; with it off (the documented setting), every row is scored exactly as locally."""
+    import dask
+    import dask.dataframe as dd
+
+    from evqual.engines import score_dask
+    from evqual.scoring import score_frame
+
+    rows = [{"id": "ok", "query": "q", "context": ["The bridge opened in 1932."], "output": "It opened in 1932."},
+            {"id": "sur", "query": "q", "context": ["bad \ud800 text"], "output": "It opened in 1935."},
+            {"id": "big", "query": "q", "context": ["c"], "output": "o", "note": 10 ** 4400}]
+    df = pd.DataFrame(rows, dtype=object)
+    with pytest.raises(Exception):  # the conversion fails the job: the reason the setting is documented
+        dd.from_pandas(df, npartitions=1).compute()
+    with dask.config.set({"dataframe.convert-string": False}):
+        ddf = dd.from_pandas(df, npartitions=2)
+        out = score_dask(ddf).compute()
+    local = score_frame(df)
+    assert list(out["id"]) == ["ok", "sur", "big"]
+    assert list(out["result"].fillna("")) == list(local["result"].fillna(""))
+    assert list(out["error"].fillna("")) == list(local["error"].fillna(""))
+
+
+@pytest.mark.dask
 def test_dask_rejects_a_frame_without_output(dask_client, frame):
     import dask.dataframe as dd
 

@@ -423,7 +423,7 @@ def test_malformed_zip_is_refused(good, tmp_path, case, match):
 
 
 def test_zip_bomb_is_refused_before_decompressing(good, tmp_path, monkeypatch):
-    import evqual.models._io as model_io
+    import evqual.models._audit as model_io
 
     schema, members = _read(good)
     data = _zip(schema, members)
@@ -451,7 +451,7 @@ def test_real_zip_bomb_is_refused(good, tmp_path):
 
 
 def test_oversized_model_file_is_refused(good, tmp_path, monkeypatch):
-    import evqual.models._io as model_io
+    import evqual.models._audit as model_io
 
     monkeypatch.setattr(model_io, "MAX_MODEL_BYTES", 100)
     with pytest.raises(ModelLoadError, match="larger than 100 bytes"):

@@ -360,7 +360,7 @@ def test_markdown_escaping(results):
     evidence = cells[6].strip()
     assert evidence.endswith("\u2026") and len(evidence) == 300 and LONG_EVIDENCE.startswith(evidence[:-1])
     # the answer stays in one blockquote, span marked on its line
-    assert "> Click &lt;script&gt;alert(\"x\")&lt;/script&gt; now.\n> Rates are **[[5% | 7%]]** &amp;" in md
+    assert "> Click &lt;script&gt;alert(\"x\")&lt;/script&gt; now.\n> Rates are **[[5% \\| 7%]]** &amp;" in md
 
 
 def test_markdown_zero_results():
@@ -441,7 +441,7 @@ def test_markdown_never_emits_remote_images_links_or_markup_from_answer_text():
     r = ScoreResult(id="img", risk=0.9, flagged=True, decision="warn", threshold=0.5, output=output, model=MODEL)
     md = render_markdown([r])
     assert "![" not in md and "](" not in md.replace("\\](", "")
-    assert "\\!\\[" not in md and "!\\[pixel\\](https://evil.example/p.png)" in md
+    assert "\\!\\[" not in md and "!\\[pixel\\](https\\://evil\\.example/p\\.png)" in md
     assert "<img" not in md and "&lt;img src=x&gt;" in md
     assert "> \\# Heading" in md
     assert "\\`code\\` \\*bold\\* \\_it\\_ a_b" in md
@@ -668,7 +668,7 @@ def test_error_records_get_cards_and_counts():
     assert render_html([_noted_show_result(), *ERRORS]) == page
     md = render_markdown([_noted_show_result()], errors=ERRORS)
     assert "| not scored (error) | 2 |" in md and "## Lines not scored (2)" in md
-    assert "| 3 | bad&lt;1&gt; | field 'output': missing &lt;b&gt;<br>- context: empty |" in md
+    assert "| 3 | bad&lt;1&gt; | field 'output': missing &lt;b&gt;<br>\\- context: empty |" in md
     assert render_markdown([], errors=ERRORS).count("No results.") == 0
 
 

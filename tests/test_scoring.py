@@ -252,7 +252,11 @@ def test_audit_log_survives_a_killed_scoring_run(tmp_path):
     text = audit.read_text(encoding="utf-8")
     records = [json.loads(line) for line in text.splitlines()]  # every complete line parses
     assert text.endswith("\n")
-    n_out = len(out.read_text(encoding="utf-8").splitlines()) if out.exists() else 0
+    # --out is renamed into place only when whole: after a kill it is absent, and the lines flushed so far
+    # are in the temporary file beside it
+    assert not out.exists()
+    [partial] = [p for p in tmp_path.iterdir() if p.name.startswith(".out.jsonl.") and p.name.endswith(".tmp")]
+    n_out = len(partial.read_text(encoding="utf-8").splitlines())
     assert 20 <= len(records) < 3000
     assert n_out <= len(records) <= n_out + 1  # at most the answer in flight is missing from the output
     assert [r["id"] for r in records] == [f"r{i}" for i in range(len(records))]

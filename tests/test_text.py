@@ -98,8 +98,22 @@ def test_unknown_entity_backend():
         make_entity_extractor("bert")
 
 
+def test_spacy_missing_raises_with_install_hint(monkeypatch):
+    """Without the ``ner`` extra (spaCy not importable), as after the README's ``pip install -e ".[dev]"``."""
+    import sys
+
+    from evqual.text import _entities
+
+    monkeypatch.setattr(_entities, "_NLP_CACHE", {})
+    monkeypatch.setitem(sys.modules, "spacy", None)  # import spacy now raises ImportError
+    with pytest.raises(MissingDependencyError, match=r'pip install "evqual\[ner\]"'):
+        make_entity_extractor("spacy")
+
+
+@pytest.mark.ner
 def test_spacy_backend_missing_raises_with_install_hint(monkeypatch):
-    import spacy
+    """spaCy installed, its English pipeline not (the test needs spaCy itself: the ``ner`` extra)."""
+    spacy = pytest.importorskip("spacy")
 
     from evqual.text import _entities
 

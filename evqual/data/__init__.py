@@ -10,7 +10,7 @@
 from ._augment import AUGMENT_VERSIONS, EDIT_TYPES, augment_contrastive
 from ._chunking import TASK_QUERIES, chunk_context, derive_query, render_structured
 from ._frame import FRAME_COLUMNS, to_frame
-from ._json import DepthError, check_value, loads_bounded
+from ._json import DepthError, check_value, find_surrogate, loads_bounded
 from ._limits import DEFAULT_LIMITS, Limits
 from ._loaders import (
     EvqualDataWarning,
@@ -31,6 +31,7 @@ from ._targets import char_spans, kept_spans, merge_intervals, response_label, s
 __all__ = [
     "DepthError",
     "check_value",
+    "find_surrogate",
     "loads_bounded",
     "AUGMENT_VERSIONS",
     "EDIT_TYPES",

@@ -32,6 +32,7 @@ evqual.data._json.DepthError: nested deeper than 64 levels
 from __future__ import annotations
 
 import json
+import math
 import re
 
 __all__ = ["DepthError", "LongInt", "loads_bounded", "loads_literal", "check_value", "json_depth", "MAX_DEPTH",
@@ -137,8 +138,9 @@ def find_surrogate(text: str) -> int:
 def check_value(value, field: str, *, max_depth: int = MAX_DEPTH) -> str | None:
     """First problem of a parsed value that no evqual field accepts, as ``"field.path: reason"``.
 
-    Checks, without recursion: nesting depth, :class:`LongInt` markers and
-    unpaired surrogates in strings (values and keys). Returns ``None`` when
+    Checks, without recursion: nesting depth, :class:`LongInt` markers,
+    numbers that are not finite (``1e999``, ``NaN``: strict JSON cannot hold
+    them) and unpaired surrogates in strings (values and keys). Returns ``None`` when
     the value is clean.
     """
     stack = [(value, field, 0)]
@@ -149,6 +151,8 @@ def check_value(value, field: str, *, max_depth: int = MAX_DEPTH) -> str | None:
             if k >= 0:
                 return (f"{where}: unpaired surrogate U+{ord(v[k]):04X} at character {k} "
                         "(not valid Unicode text)")
+        elif isinstance(v, float) and not math.isfinite(v):
+            return f"{where}: {v!r} is not a finite number (strict JSON cannot hold it)"
         elif isinstance(v, LongInt):
             return f"{where}: an integer literal of {len(v.text.lstrip('-'))} digits (more than {MAX_INT_DIGITS})"
         elif isinstance(v, (dict, list, tuple)):

@@ -13,7 +13,7 @@ Layouts
 ``jsonl``
     A generic JSONL of RAG logs, one object per line::
 
-        {"id"?, "query", "context": str | [str, ...] | {record}, "output",
+        {"id"?, "query"?, "context": str | [str, ...] | {record}, "output",
          "label"?, "spans"?: [{"start", "end"}], "task_type"?, "model"?,
          "split"?, "source_id"?, "temperature"?, "quality"?}
 
@@ -704,7 +704,8 @@ def _generic_row(obj: dict, path: Path, line: int, col: _Collector, limits: Limi
     where = where or f"{line}"
     _check_fields(obj, _GENERIC_FIELDS, col, path, line, names={"spans": spans_field})
     task = _get(obj, "task_type", (str,), col, path, line, required=False, nullable=True)
-    query = _get(obj, "query", (str,), col, path, line, nullable=True)
+    # optional, as in the Python API (make_example): a missing or null query is derived from the task type
+    query = _get(obj, "query", (str,), col, path, line, required=False, nullable=True)
     context = _get(obj, "context", (str, list, dict), col, path, line)
     if isinstance(context, list):
         for k, item in enumerate(context):
@@ -951,7 +952,7 @@ def load_table(path, *, strict: bool = False, warn: bool = True, limits: Limits 
     seen: dict[str, int] = {}
     for row_no, first, raw in rows:
         if row_no == 0:  # the header
-            missing = [c for c in ("query", "context", "output") if c not in raw]
+            missing = [c for c in ("context", "output") if c not in raw]  # query is optional, as in JSONL
             if missing:
                 col.add("E107", path, None, ", ".join(missing), "required column(s) missing from the table")
                 raise EvqualDataError(col.issues, n_ok=0)

@@ -47,6 +47,18 @@ def score_dask(ddf, model=None, policy=None, *, batch_size: int = 64, limits=Non
     ------
     evqual.errors.MissingDependencyError
         Without ``dask[dataframe]`` (``pip install "evqual[dask]"``).
+
+    Notes
+    -----
+    Untrusted text needs one Dask setting.  Dask converts the object columns
+    of a DataFrame built from pandas to Arrow strings (``dataframe.convert-string``,
+    on by default), and that conversion fails the *whole job* on a row holding
+    an unpaired surrogate or an integer of more than 4,300 digits, before
+    evqual sees any row.  Build such DataFrames with
+    ``dask.config.set({"dataframe.convert-string": False})`` (and object
+    columns in pandas): every row then reaches evqual, a bad row gets its
+    error as in local scoring, and the result equals local scoring
+    (``tests/test_engines.py``).  Parquet input cannot hold such values.
     """
     dd = _require_dask()
     if not isinstance(ddf, dd.DataFrame):

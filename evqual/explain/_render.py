@@ -50,6 +50,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
+from .._markdown import indent_entities
 from .._markdown import md_cell as _md_cell, md_code as _md_code, md_inline as _md_inline, md_text as _md_text
 from ..results import DECISIONS, ScoreResult
 
@@ -887,8 +888,8 @@ def _truncate(text: str, n: int = _EVIDENCE_MAX) -> str:
 def _md_quote(text: str) -> str:
     """Already-escaped markdown text as a blockquote; no line starts a heading or a list."""
     lines = text.splitlines() or [""]
-    return "\n".join(f"> {_MD_LINE_START.sub(lambda m: m.group(1) + chr(92) + m.group(2), line)}".rstrip()
-                     for line in lines)
+    return "\n".join(f"> {indent_entities(_MD_LINE_START.sub(lambda m: m.group(1) + chr(92) + m.group(2), line))}"
+                      .rstrip() for line in lines)
 
 
 def _md_answer(result: ScoreResult) -> str:

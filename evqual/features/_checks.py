@@ -103,6 +103,7 @@ Examples
 from __future__ import annotations
 
 import bisect
+import math
 import re
 from functools import lru_cache
 
@@ -129,6 +130,11 @@ CHECKS = ("number", "unit", "date", "negation", "antonym", "entity", "role", "qu
 CLAIM_BACKEND = "rules"
 WINDOW = 4
 MIN_SLOT = 2
+LARGE_CONTEXT = 512
+"""Evidence sentences above which a claim is compared with its :data:`MAX_CANDIDATES` best candidate sentences
+only (RAGTruth's largest context has far fewer: below it, every sentence sharing words is compared)."""
+MAX_CANDIDATES = 32
+"""Candidate evidence sentences per claim in a large context."""
 _DISPLACED_MIN = 3
 UNSUPPORTED_MIN = 5
 """Content words of a claim unit the context and query lack, at the least, for an ``unsupported`` finding."""
@@ -983,12 +989,39 @@ class EvidenceUnits:
         """Evidence sentences sharing at least MIN_SLOT of ``stems`` (record lines: one), in order.
 
         ``stems`` may hold values as ``"#" + digits`` ("#48"): a sentence that states the claim's numbers
-        is about what the claim is about."""
-        counts: dict = {}
-        for st in stems:
-            for seg in self.postings.get(st, ()):
-                counts[seg] = counts.get(seg, 0) + 1
-        return sorted(seg for seg, c in counts.items() if c >= MIN_SLOT or self.fields[seg])
+        is about what the claim is about.
+
+        In a context of more than :data:`LARGE_CONTEXT` sentences the work per claim is bounded, so
+        that scoring time grows with sentences plus passages, not with their product: stems are taken
+        rarest first, a stem held by more than :data:`MAX_CANDIDATES` sentences only adds to sentences
+        a rarer stem found (the first stem excepted), and the :data:`MAX_CANDIDATES` sentences sharing
+        the most (IDF-weighted) stems are kept.  Smaller contexts (every RAGTruth context) are read
+        whole, exactly as before."""
+        postings = self.postings
+        if len(self.spans) <= LARGE_CONTEXT:
+            counts: dict = {}
+            for st in stems:
+                for seg in postings.get(st, ()):
+                    counts[seg] = counts.get(seg, 0) + 1
+            return sorted(seg for seg, c in counts.items() if c >= MIN_SLOT or self.fields[seg])
+        n = len(self.spans)
+        lists = sorted((postings[st] for st in stems if st in postings), key=len)
+        counts, weights = {}, {}
+        for i, segs in enumerate(lists):
+            w = math.log1p(n / len(segs))
+            if i == 0 or len(segs) <= MAX_CANDIDATES:
+                for seg in segs:
+                    counts[seg] = counts.get(seg, 0) + 1
+                    weights[seg] = weights.get(seg, 0.0) + w
+            else:
+                for seg in counts:
+                    if seg in segs:
+                        counts[seg] += 1
+                        weights[seg] += w
+        keep = [seg for seg, c in counts.items() if c >= MIN_SLOT or self.fields[seg]]
+        if len(keep) > MAX_CANDIDATES:
+            keep = sorted(keep, key=lambda seg: (-weights[seg], seg))[:MAX_CANDIDATES]
+        return sorted(keep)
 
     def candidates(self, item, segs=None) -> dict:
         """Evidence items of ``item``'s class sharing slot stems with it (in ``segs``): item -> shared count."""
@@ -996,7 +1029,10 @@ class EvidenceUnits:
         cls = item.cls
         if cls == "pred":
             key = item.key
-            for seg in sorted(self.postings.get(key, ())):
+            held = self.postings.get(key, ())
+            if len(self.spans) > LARGE_CONTEXT and segs is not None:  # bounded: the claim's candidate sentences
+                held = [seg for seg in segs if seg in held]
+            for seg in sorted(held):
                 toks = self.tokens(seg)
                 for j in range(1, len(toks)):
                     if toks[j][4] == key:
@@ -1331,6 +1367,23 @@ def _check_item(item, ev: EvidenceUnits, claim_words: set, query_words: set, cla
     return Finding(check, item.start, item.end, item.text, b.text, b.chunk, b.start, b.end)
 
 
+class _Near:
+    """Membership in ``segs`` and their neighbours in the same chunk, without listing them."""
+
+    __slots__ = ("ev", "segs")
+
+    def __init__(self, ev, segs):
+        self.ev, self.segs = ev, segs
+
+    def __contains__(self, g) -> bool:
+        if g in self.segs:
+            return True
+        spans = self.ev.spans
+        if not 0 <= g < len(spans):
+            return False
+        return any(h in self.segs and 0 <= h < len(spans) and spans[h][0] == spans[g][0] for h in (g - 1, g + 1))
+
+
 def _displaced_name(items, toks, ev: EvidenceUnits, unit_start: int, claim_words: set, query_words: set):
     """A ``displaced`` finding: a name of the context placed where another name stands: the claim's words
     sit together in one evidence sentence (three or more of them) beside another name (in the same slot),
@@ -1356,16 +1409,28 @@ def _displaced_name(items, toks, ev: EvidenceUnits, unit_start: int, claim_words
         if len(words) < _DISPLACED_MIN:
             continue
         counts = {}
-        for st in words:
-            for g in ev.postings.get(st, ()):
-                counts[g] = counts.get(g, 0) + 1
+        if len(ev.spans) <= LARGE_CONTEXT:
+            near = set(segs)
+            for g in segs:
+                near.update(h for h in (g - 1, g + 1) if 0 <= h < len(ev.spans) and ev.spans[h][0] == ev.spans[g][0])
+            for st in words:
+                for g in ev.postings.get(st, ()):
+                    counts[g] = counts.get(g, 0) + 1
+        else:
+            # bounded: the claim's best candidate sentences, and the sentences holding its name (and their
+            # neighbours) when there are few; a name held by many sentences is compared where they meet
+            near = _Near(ev, segs)
+            pool = set(ev.sentences_for(words))
+            if len(segs) <= MAX_CANDIDATES:
+                pool.update(h for g in segs for h in (g - 1, g, g + 1) if h in near)
+            for g in pool:
+                shared = len(words & ev.seg_stems(g))
+                if shared:
+                    counts[g] = shared
         best = max(counts.values(), default=0)
         if best < _DISPLACED_MIN:
             continue
-        near = set(segs)
-        for g in segs:
-            near.update(h for h in (g - 1, g + 1) if 0 <= h < len(ev.spans) and ev.spans[h][0] == ev.spans[g][0])
-        held = max((counts.get(g, 0) for g in near), default=0)
+        held = max((c for g, c in counts.items() if g in near), default=0)
         if best - held < _DISPLACED_MIN or held > 1:
             continue
         first = run[0]
@@ -1620,7 +1685,10 @@ def claim_checks(output: str, sentences, ev: EvidenceUnits, query: str = "", cla
             items = [it for it in items if it.start >= a and not (
                 it.cls == "name" and it.info == "pos"
                 and (it.key not in ev.words or it.key in ev.lower or it.key in out_lower))]
-            claim_words = {t[3] for t in toks} | out_words
+            # the answer's words (a copy only when the unit has a word the answer-wide set lacks: copying the
+            # answer's vocabulary for every unit made long answers quadratic)
+            extra = {t[3] for t in toks}.difference(out_words)
+            claim_words = out_words | extra if extra else out_words
             values = {it.key for it in items if it.cls == "number"} | sent_values
             # the evidence sentences sharing two words or values with the claim
             segs = ev.sentences_for({t[4] if t[4] is not None else "#" + t[3] for t in toks

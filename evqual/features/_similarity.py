@@ -268,6 +268,15 @@ class ContextIndex:
                                      for v in self._entry_values)
         return self._term_chunk
 
+    @property
+    def chunk_term(self) -> tuple:
+        """``(binary, tfidf, bm25)`` chunk x term CSR matrices (C x V): :attr:`term_chunk` transposed (made
+        on first use, for the sparse path's largest inputs)."""
+        got = getattr(self, "_chunk_term", None)
+        if got is None:
+            got = self._chunk_term = tuple(m.T.tocsr() for m in self.term_chunk)
+        return got
+
     def _columns(self, cols: np.ndarray):
         if self._dense:
             return tuple(m[:, cols] for m in self._mats)
@@ -330,6 +339,14 @@ class SentenceMatch:
     paths agree up to rounding in the last bits of sums (a dense BLAS
     product's summation order depends on the matrices' shapes; the sparse
     path adds each sentence's terms in a fixed order).
+
+    Beyond :data:`EXACT_PAIRS` (sentence, chunk) pairs sharing a term (tens of
+    thousands of sentences against tens of thousands of passages), comparing
+    every pair would cost time in proportion to their product; the pairs then
+    come from the rarer terms only (a pair sharing only words that most
+    passages hold is not compared), while every pair compared gets its exact
+    value over all the terms it shares.  Time then grows with sentences plus
+    passages.
     """
 
     def __init__(self, index: ContextIndex, sentences_tokens):
@@ -438,7 +455,13 @@ class SentenceMatch:
         TB, TT, TM = index.term_chunk
         # blocks of sentences whose (sentence, chunk) pairs stay under a budget
         postings = np.diff(TB.indptr)[k_term].astype(np.float64)
-        cost = np.concatenate([[0.0], np.cumsum(np.bincount(k_row, weights=postings, minlength=S) + 1.0)])
+        # above EXACT_PAIRS pairs in all, the pairs come from the rarer terms only (see the class notes)
+        pairing = _pairing_terms(postings)
+        common = None if pairing is None else ~pairing
+        if pairing is not None:
+            chunk_term = index.chunk_term
+        cost_w = postings if pairing is None else np.where(pairing, postings, 0.0)
+        cost = np.concatenate([[0.0], np.cumsum(np.bincount(k_row, weights=cost_w, minlength=S) + 1.0)])
         V = len(index.vocab)
         r0 = 0
         while r0 < S:
@@ -446,15 +469,19 @@ class SentenceMatch:
             r1 = min(max(r1, r0 + 1), S)
             a, b = int(indptr[r0]), int(indptr[r1])
             if b > a:
-                ptr = indptr[r0:r1 + 1] - a
-                shape = (r1 - r0, V)
-                inter, cnum, bm = (
-                    _sorted(sparse.csr_matrix((d[a:b], k_term[a:b], ptr), shape=shape) @ m)
-                    for d, m in zip(data, (TB, TT, TM)))
+                n = r1 - r0
+                shape = (n, V)
+                if pairing is None:
+                    ptr = indptr[r0:r1 + 1] - a
+                    inter, cnum, bm = (
+                        _sorted(sparse.csr_matrix((d[a:b], k_term[a:b], ptr), shape=shape) @ m)
+                        for d, m in zip(data, (TB, TT, TM)))
+                else:
+                    inter, cnum, bm = _paired_block(data, k_row, k_term, pairing[a:b], common[a:b], a, b, r0, n,
+                                                    shape, (TB, TT, TM), chunk_term)
                 # every product is positive exactly where a sentence and a chunk share a term: one pattern
                 if not (np.array_equal(cnum.indices, inter.indices) and np.array_equal(bm.indices, inter.indices)):
                     raise AssertionError("sparse products of one block differ in pattern")
-                n = r1 - r0
                 e_r = np.repeat(np.arange(n), np.diff(inter.indptr))
                 g = e_r + r0
                 iv = inter.data
@@ -501,6 +528,44 @@ DENSE_CELLS = 1 << 18
 """Largest dense matrix (cells) :class:`SentenceMatch` builds; larger inputs take the sparse path."""
 
 _PAIR_BUDGET = 1 << 20  # (sentence, chunk) pairs per block of the sparse path (a few tens of MB at most)
+EXACT_PAIRS = 1 << 25
+"""(sentence, chunk) pairs sharing a term up to which :class:`SentenceMatch` compares every such pair; above
+(tens of thousands of sentences against tens of thousands of passages), pairs come from the rarer terms only."""
+
+
+def _pairing_terms(postings: np.ndarray):
+    """Which (sentence, term) entries make (sentence, chunk) pairs: all (``None``) when their postings add up
+    to at most :data:`EXACT_PAIRS`, else those of the rarest terms whose postings fit in it."""
+    total = float(postings.sum())
+    if total <= EXACT_PAIRS:
+        return None
+    df = np.sort(postings)
+    k = int(np.searchsorted(np.cumsum(df), EXACT_PAIRS, side="right"))
+    limit = df[k - 1] if k > 0 else 0.0
+    return postings <= limit
+
+
+def _paired_block(data, k_row, k_term, pairing, common, a, b, r0, n, shape, term_chunk, chunk_term):
+    """The three products of one block when pairs come from the rarer terms: the pairs (and their values
+    over those terms) from the rarer terms' products, plus the common terms' part of each pair's value,
+    gathered pair by pair (so each pair's value is over all the terms it shares)."""
+    rows = k_row[a:b] - r0
+    cols = k_term[a:b]
+    out = []
+    for d, m in zip(data, term_chunk):
+        vals = d[a:b]
+        rare = sparse.csr_matrix((vals[pairing], (rows[pairing], cols[pairing])), shape=shape)
+        out.append(_sorted(rare @ m))
+    if common.any():
+        pattern = out[0]
+        pr = np.repeat(np.arange(n), np.diff(pattern.indptr))
+        pc = pattern.indices
+        for prod, d, ct in zip(out, data, chunk_term):
+            vals = d[a:b]
+            part = sparse.csr_matrix((vals[common], (rows[common], cols[common])), shape=shape)
+            extra = np.asarray(part[pr].multiply(ct[pc]).sum(axis=1)).ravel()
+            prod.data = prod.data + extra
+    return out
 
 
 def _sorted(m):

@@ -21,6 +21,7 @@ from ._detector import (
     training_needs,
     validation_split,
 )
+from ._audit import audit_objects, load_audited, read_model_meta, templates_for
 from ._estimators import FeatureSelector, SentenceMaxClassifier, StackedEvidenceClassifier, TextColumn
 from ._frame import SENT, TOK, FrameBuilder, LiteFrame, SentenceBlock
 from ._io import (
@@ -96,6 +97,10 @@ __all__ = [
     "check_rebuild",
     "dump_trusted",
     "load_trusted",
+    "load_audited",
+    "audit_objects",
+    "read_model_meta",
+    "templates_for",
     "default_model_path",
     "fit_detector",
     "get_method",

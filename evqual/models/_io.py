@@ -60,7 +60,6 @@ import platform
 import re
 import warnings
 import zipfile
-import zlib
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -68,6 +67,22 @@ import numpy as np
 
 from .._version import __version__
 from ..features import FEATURES, feature_spec
+from ._audit import (  # noqa: F401 - MAX_* and TRUSTED_TYPES are part of this module's documented surface
+    _ROOT_TYPE,
+    MAX_META_BYTES,
+    MAX_MODEL_BYTES,
+    MAX_SCHEMA_BYTES,
+    MAX_SCHEMA_DEPTH,
+    MAX_UNCOMPRESSED_BYTES,
+    MAX_ZIP_MEMBERS,
+    TRUSTED_TYPES,
+    ModelLoadError,
+    _oneline,
+    load_audited,
+    read_model_meta,
+    read_model_file,
+    templates_for,
+)
 
 __all__ = ["save_detector", "load_detector", "read_meta", "ModelLoadError", "META_FORMAT", "READ_FORMATS",
            "model_features", "TRUSTED_TYPES", "dump_trusted", "load_trusted",
@@ -89,101 +104,6 @@ META_FILE = "meta.json"
 MODEL_SHA256_ENV = "EVQUAL_MODEL_SHA256"
 """Environment variable pinning the SHA-256 of ``model.skops`` when no ``sha256`` is passed."""
 
-MAX_MODEL_BYTES = 256 * 2**20
-"""Largest ``model.skops`` read (bytes; the shipped model is 2.8 MB)."""
-MAX_UNCOMPRESSED_BYTES = 512 * 2**20
-"""Largest total uncompressed size of the zip's members (the shipped model's is 49 MB)."""
-MAX_ZIP_MEMBERS = 100_000
-MAX_SCHEMA_BYTES = 64 * 2**20
-MAX_SCHEMA_DEPTH = 64
-"""Deepest nesting of skops nodes in ``schema.json`` (evqual's models reach 17)."""
-MAX_META_BYTES = 8 * 2**20
-
-SKOPS_PROTOCOLS = (2,)
-"""skops protocols whose node loaders :data:`TRUSTED_TYPES` was audited for."""
-
-TRUSTED_TYPES = frozenset({
-    # containers and literals
-    ("builtins.dict", "DictNode"),
-    ("builtins.list", "ListNode"),
-    ("builtins.tuple", "TupleNode"),
-    ("builtins.str", "JsonNode"),  # every JSON literal (None, bool, int, float, str)
-    ("builtins.str", "TypeNode"),  # the key type of a dict
-    ("numpy.float64", "TypeNode"),  # a vectoriser's dtype
-    # numpy
-    ("numpy.ndarray", "NdArrayNode"),
-    ("numpy.float64", "NdArrayNode"),
-    ("numpy.int64", "NdArrayNode"),
-    ("numpy.uint64", "NdArrayNode"),
-    ("numpy.random._generator.Generator", "RandomGeneratorNode"),
-    ("numpy.random.mtrand.RandomState", "RandomStateNode"),
-    # evqual
-    ("evqual.models._detector.Detector", "ObjectNode"),
-    ("evqual.models._frame.FrameBuilder", "ObjectNode"),
-    ("evqual.features._featurizer.EvidenceFeaturizer", "ObjectNode"),
-    ("evqual.models._estimators.CompactTfidfVectorizer", "ObjectNode"),
-    ("evqual.models._estimators.FeatureSelector", "ObjectNode"),
-    ("evqual.models._estimators.SentenceMaxClassifier", "ObjectNode"),
-    ("evqual.models._estimators.StackedEvidenceClassifier", "ObjectNode"),
-    ("evqual.models._estimators.TextColumn", "ObjectNode"),
-    ("evqual.models._spans.SpanTagger", "ObjectNode"),
-    # scikit-learn
-    ("sklearn._loss._loss.CyHalfBinomialLoss", "LossNode"),
-    ("sklearn._loss.link.Interval", "ObjectNode"),
-    ("sklearn._loss.link.LogitLink", "ObjectNode"),
-    ("sklearn._loss.loss.HalfBinomialLoss", "ObjectNode"),
-    ("sklearn.calibration._SigmoidCalibration", "ObjectNode"),
-    ("sklearn.dummy.DummyClassifier", "ObjectNode"),
-    ("sklearn.ensemble._forest.ExtraTreesClassifier", "ObjectNode"),
-    ("sklearn.ensemble._forest.RandomForestClassifier", "ObjectNode"),
-    ("sklearn.ensemble._gb.GradientBoostingClassifier", "ObjectNode"),
-    ("sklearn.ensemble._hist_gradient_boosting.binning._BinMapper", "ObjectNode"),
-    ("sklearn.ensemble._hist_gradient_boosting.gradient_boosting.HistGradientBoostingClassifier", "ObjectNode"),
-    ("sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor", "ObjectNode"),
-    ("sklearn.feature_extraction.text.TfidfTransformer", "ObjectNode"),
-    ("sklearn.isotonic.IsotonicRegression", "ObjectNode"),
-    ("sklearn.linear_model._logistic.LogisticRegression", "ObjectNode"),
-    ("sklearn.pipeline.Pipeline", "ObjectNode"),
-    ("sklearn.preprocessing._data.StandardScaler", "ObjectNode"),
-    ("sklearn.preprocessing._label.LabelEncoder", "ObjectNode"),
-    ("sklearn.tree._classes.DecisionTreeClassifier", "ObjectNode"),
-    ("sklearn.tree._classes.DecisionTreeRegressor", "ObjectNode"),
-    ("sklearn.tree._classes.ExtraTreeClassifier", "ObjectNode"),
-    ("sklearn.tree._tree.Tree", "TreeNode"),
-})
-"""The exact ``(module.class, skops loader)`` pairs a model file may hold.
-
-The types :func:`save_detector` writes for every method of
-:data:`evqual.models.METHODS` and every calibration (a test saves each and
-compares with this set, both ways).  Nothing is trusted by module prefix and
-skops' own defaults are not relied on: no builtins callable, no function or
-method object, no ``numpy.load``.
-
->>> ("evqual.models._detector.Detector", "ObjectNode") in TRUSTED_TYPES
-True
->>> [t for t, loader in TRUSTED_TYPES if loader in ("FunctionNode", "ConstructorFromReduceNode")]
-[]
-"""
-
-TRUSTED_BIT_GENERATORS = ("PCG64",)
-"""Bit generators a ``numpy.random.Generator`` in a model file may name."""
-
-_ROOT_TYPE = ("evqual.models._detector.Detector", "ObjectNode")
-_NODE_KEYS = {"__class__", "__module__", "__loader__", "__id__"}
-_ROOT_KEYS = {"protocol", "_skops_version"}
-_LOADER_KEYS = {
-    "DictNode": {"content", "key_types"},
-    "ListNode": {"content"},
-    "TupleNode": {"content"},
-    "JsonNode": {"content", "is_json"},
-    "TypeNode": set(),
-    "ObjectNode": {"content"},
-    "NdArrayNode": {"type", "file", "content", "shape"},
-    "RandomStateNode": {"content"},
-    "RandomGeneratorNode": {"content"},
-    "LossNode": {"__reduce__", "content"},
-    "TreeNode": {"__reduce__", "content"},
-}
 _SHA256 = re.compile(r"[0-9a-fA-F]{64}")
 ENTITY_BACKENDS = ("regex", "spacy")
 
@@ -210,15 +130,6 @@ def default_model_path() -> Path:
         return repo
     return Path("models") / "default"
 
-
-class ModelLoadError(ValueError):
-    """A model folder is missing, malformed, tampered with, unsafe or incompatible."""
-
-
-def _oneline(text, limit: int = 300) -> str:
-    """``text`` on one line, at most ``limit`` characters (for messages quoting other errors)."""
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _sha256(path: Path) -> str:
@@ -568,19 +479,9 @@ def read_meta(path) -> dict:
     meta_path = folder / META_FILE
     if not folder.is_dir():
         raise ModelLoadError(f"{folder}: no such model folder")
-    if not meta_path.is_file():
+    if not os.path.lexists(meta_path):
         raise ModelLoadError(f"{meta_path}: missing (every saved model has a meta.json)")
-    try:
-        with open(meta_path, "rb") as fh:
-            raw = fh.read(MAX_META_BYTES + 1)
-    except OSError as exc:
-        raise ModelLoadError(f"{meta_path}: cannot be read ({_oneline(exc)})") from exc
-    if len(raw) > MAX_META_BYTES:
-        raise ModelLoadError(f"{meta_path}: larger than {MAX_META_BYTES} bytes")
-    try:
-        meta = json.loads(raw.decode("utf-8"))
-    except (ValueError, RecursionError) as exc:
-        raise ModelLoadError(f"{meta_path}: not valid JSON ({_oneline(exc)})") from None
+    meta = read_model_meta(meta_path)
     if not isinstance(meta, dict):
         raise ModelLoadError(f"{meta_path}: must hold a JSON object")
     for key, typ in _REQUIRED.items():
@@ -714,253 +615,21 @@ def _expected_sha256(sha256):
 
 
 def _read_model_bytes(model_path: Path) -> bytes:
-    if not model_path.is_file():
-        raise ModelLoadError(f"{model_path}: missing")
-    try:
-        with open(model_path, "rb") as fh:
-            data = fh.read(MAX_MODEL_BYTES + 1)
-    except OSError as exc:
-        raise ModelLoadError(f"{model_path}: cannot be read ({_oneline(exc)})") from exc
-    if len(data) > MAX_MODEL_BYTES:
-        raise ModelLoadError(f"{model_path}: larger than {MAX_MODEL_BYTES} bytes; refusing to load")
-    return data
-
-
-def _open_zip(data: bytes, model_path: Path) -> zipfile.ZipFile:
-    """The zip, after checks of its directory (members, sizes, compression) that read no member."""
-    try:
-        zf = zipfile.ZipFile(io.BytesIO(data))
-        infos = zf.infolist()
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError, KeyError,
-            NotImplementedError) as exc:
-        raise ModelLoadError(f"{model_path}: not a valid skops zip archive ({_oneline(exc)})") from None
-    if len(infos) > MAX_ZIP_MEMBERS:
-        raise ModelLoadError(f"{model_path}: holds {len(infos)} zip members (at most {MAX_ZIP_MEMBERS})")
-    total = sum(info.file_size for info in infos)
-    if total > MAX_UNCOMPRESSED_BYTES:
-        raise ModelLoadError(f"{model_path}: its zip members would uncompress to {total} bytes (at most "
-                             f"{MAX_UNCOMPRESSED_BYTES}); refusing to load")
-    names = [info.filename for info in infos]
-    if len(set(names)) != len(names):
-        raise ModelLoadError(f"{model_path}: the zip holds duplicate member names")
-    for info in infos:
-        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED) or info.flag_bits & 0x1:
-            raise ModelLoadError(f"{model_path}: zip member {_oneline(info.filename, 80)!r} is encrypted or "
-                                 f"uses an unsupported compression")
-        if info.filename != "schema.json" and not info.filename.endswith(".npy"):
-            raise ModelLoadError(f"{model_path}: unexpected zip member {_oneline(info.filename, 80)!r}")
-    if "schema.json" not in names:
-        raise ModelLoadError(f"{model_path}: schema.json is missing (not a skops file)")
-    if zf.getinfo("schema.json").file_size > MAX_SCHEMA_BYTES:
-        raise ModelLoadError(f"{model_path}: schema.json is larger than {MAX_SCHEMA_BYTES} bytes")
-    return zf
-
-
-def _path(link) -> str:
-    """The schema.json path of a walk link ``(parent link, key, ...)``."""
-    parts = []
-    while link is not None:
-        parts[:0] = link[1:]
-        link = link[0]
-    return _oneline("/".join(str(p) for p in parts), 200) or "the root"
-
-
-_EXIT = object()
-_ALLOWED_KEYS = {loader: frozenset(_NODE_KEYS | keys) for loader, keys in _LOADER_KEYS.items()}
-
-
-def _audit_schema(zf: zipfile.ZipFile, model_path: Path, root=_ROOT_TYPE, trusted=TRUSTED_TYPES) -> set:
-    """Walk ``schema.json`` (iteratively, depth-limited) without constructing anything.
-
-    Returns the ``module.class`` names found; raises :class:`ModelLoadError`
-    for anything outside :data:`TRUSTED_TYPES` or any field skops would read
-    that does not have the shape evqual writes.  Each node's fields are the
-    ones its skops loader reads, so every node skops would build is walked.
-    """
-    from skops.io._protocol import PROTOCOL
-
-    def fail(link, problem, *keys):
-        where = _path((link, *keys) if keys else link)
-        return ModelLoadError(f"{model_path}: schema.json at {where}: {problem}; refusing to load")
-
-    try:
-        schema = json.loads(zf.read("schema.json"))
-    except (zipfile.BadZipFile, ValueError, RecursionError, OSError, EOFError, zlib.error) as exc:
-        raise ModelLoadError(f"{model_path}: schema.json cannot be read ({_oneline(exc)})") from None
-    if type(schema) is not dict:
-        raise ModelLoadError(f"{model_path}: schema.json must hold a JSON object")
-    protocol = schema.get("protocol")
-    if type(protocol) is not int or protocol not in SKOPS_PROTOCOLS or protocol > PROTOCOL:
-        raise ModelLoadError(f"{model_path}: schema.json field 'protocol': unknown skops protocol "
-                             f"{_oneline(repr(protocol), 40)} (this evqual reads "
-                             f"{', '.join(map(str, SKOPS_PROTOCOLS))})")
-    module, cls, loader = schema.get("__module__"), schema.get("__class__"), schema.get("__loader__")
-    if (f"{module}.{cls}", loader) != root:
-        raise ModelLoadError(f"{model_path}: schema.json at the root: the root must be an "
-                             f"{'evqual.models.Detector' if root == _ROOT_TYPE else root[0]}; got {_oneline(f'{module}.{cls}', 120)!r}; refusing to load")
-    members = {info.filename: info for info in zf.infolist()}
-    headers: dict = {}  # .npy header bytes -> numpy's parse of them
-    referenced: set = set()
-    found: set = set()
-    active: set = set()  # __id__ of the nodes on the current path (a repeat would make skops loop)
-    root_keys = _ALLOWED_KEYS["ObjectNode"] | _ROOT_KEYS
-    stack = [(schema, None, 1)]
-    pop, push = stack.pop, stack.append
-    while stack:
-        state, link, depth = pop()
-        if state is _EXIT:
-            active.discard(link)
-            continue
-        if depth > MAX_SCHEMA_DEPTH:
-            raise fail(link, f"nested deeper than {MAX_SCHEMA_DEPTH} objects")
-        if type(state) is not dict:
-            raise fail(link, f"expected a skops node (a JSON object); got {type(state).__name__}")
-        module, cls, loader = state.get("__module__"), state.get("__class__"), state.get("__loader__")
-        if type(module) is not str or type(cls) is not str or type(loader) is not str:
-            raise fail(link, "a node needs string '__module__', '__class__' and '__loader__' fields")
-        name = f"{module}.{cls}"
-        if (name, loader) not in trusted:
-            raise fail(link, f"type {_oneline(name, 120)!r} with loader {_oneline(loader, 40)!r} is not in "
-                             f"evqual's allow-list")
-        if not (_ALLOWED_KEYS[loader] if link is not None else root_keys).issuperset(state):
-            extra = sorted(set(state) - (_ALLOWED_KEYS[loader] if link is not None else root_keys))
-            raise fail(link, f"unexpected field {_oneline(extra[0], 60)!r} in a {loader}")
-        node_id = state.get("__id__")
-        if node_id is not None:
-            if type(node_id) is not int:
-                raise fail(link, "field '__id__' must be an integer", "__id__")
-            if node_id in active:
-                raise fail(link, "a node refers back to one of its ancestors (a cycle)")
-            active.add(node_id)
-            push((_EXIT, node_id, depth))
-        found.add(name)
-        content = state.get("content")
-        d = depth + 1
-        if loader == "JsonNode":
-            # a scalar (null, true, false, a number or a string), never an array or object: skops parses it
-            # with json.loads when constructing (an invalid literal fails there, caught by the caller)
-            if type(content) is not str or content.lstrip(" \t\n\r")[:1] in ("", "[", "{"):
-                raise fail(link, "a JSON literal must be a scalar", "content")
-            if state.get("is_json", True) is not True:
-                raise fail(link, "must be true", "is_json")
-        elif loader == "DictNode":
-            key_types = state.get("key_types")
-            if type(content) is not dict:
-                raise fail(link, "a DictNode needs an object here", "content")
-            if type(key_types) is not dict or key_types.get("__loader__") != "ListNode" or \
-                    type(key_types.get("content")) is not list or len(key_types["content"]) != len(content):
-                raise fail(link, "must list one key type per key", "key_types")
-            push((key_types, (link, "key_types"), d))
-            for k, v in content.items():
-                push((v, (link, "content", k), d))
-        elif loader in ("ListNode", "TupleNode"):
-            if type(content) is not list:
-                raise fail(link, f"a {loader} needs a list here", "content")
-            for i, v in enumerate(content):
-                push((v, (link, "content", i), d))
-        elif loader == "NdArrayNode":
-            kind = state.get("type")
-            if kind == "numpy":
-                file = state.get("file")
-                if "content" in state or "shape" in state:
-                    raise fail(link, "a numpy array is stored in a .npy member, not inline")
-                if type(file) is not str or file not in members or not file.endswith(".npy"):
-                    raise fail(link, f"zip member {_oneline(repr(file), 80)} is missing", "file")
-                referenced.add(file)
-                problem = _check_npy(zf, members[file], headers)
-                if problem:
-                    raise fail(link, f"{_oneline(file, 80)}: {problem}", "file")
-            elif kind == "json":
-                if "file" in state:
-                    raise fail(link, "an object array is stored inline, not in a member")
-                if type(content) is not list:
-                    raise fail(link, "an object array needs a list here", "content")
-                for i, v in enumerate(content):
-                    push((v, (link, "content", i), d))
-                push((state.get("shape"), (link, "shape"), d))
-            else:
-                raise fail(link, f"unknown array storage {_oneline(repr(kind), 40)}", "type")
-        elif loader in ("ObjectNode", "RandomStateNode"):
-            if content is not None or loader == "RandomStateNode":
-                push((content, (link, "content"), d))
-        elif loader == "RandomGeneratorNode":
-            if type(content) is not dict or set(content) != {"bit_generator", "seed_seq"}:
-                raise fail(link, "must hold exactly 'bit_generator' and 'seed_seq'", "content")
-            try:
-                bit_generator = json.loads(content["bit_generator"]["content"]["bit_generator"]["content"])
-            except (KeyError, TypeError, ValueError, RecursionError):
-                bit_generator = None
-            if bit_generator not in TRUSTED_BIT_GENERATORS:
-                raise fail(link, f"the bit generator must be one of {', '.join(TRUSTED_BIT_GENERATORS)}",
-                           "content", "bit_generator")
-            push((content["bit_generator"], (link, "content", "bit_generator"), d))
-            push((content["seed_seq"], (link, "content", "seed_seq"), d))
-        elif loader in ("LossNode", "TreeNode"):
-            reduce = state.get("__reduce__")
-            if type(reduce) is not dict or set(reduce) != {"args"}:
-                raise fail(link, "must hold exactly 'args'", "__reduce__")
-            push((reduce["args"], (link, "__reduce__", "args"), d))
-            push((content, (link, "content"), d))
-        # TypeNode: no children
-    unreferenced = sorted(set(members) - referenced - {"schema.json"})
-    if unreferenced:
-        raise ModelLoadError(f"{model_path}: zip member {_oneline(unreferenced[0], 80)!r} is not referenced by "
-                             f"schema.json; refusing to load")
-    return found
-
-
-def _check_npy(zf: zipfile.ZipFile, info: zipfile.ZipInfo, headers: dict | None = None) -> str | None:
-    """What is wrong with a ``.npy`` member's header (``None`` when nothing): version, object dtype,
-    a size that does not match its shape.
-
-    ``headers`` caches numpy's parse of a header by its exact bytes (a model's
-    trees share a few dozen headers among thousands of members): the same
-    bytes give the same parse, so nothing is checked less.
-    """
-    from numpy.lib import format as npformat
-
-    try:
-        with zf.open(info) as fh:
-            prefix = fh.read(8)  # magic string and version
-            if len(prefix) < 8 or prefix[:6] != b"\x93NUMPY":
-                return "not a valid .npy array (bad magic string)"
-            version = (prefix[6], prefix[7])
-            if version not in ((1, 0), (2, 0)):
-                return f"unsupported .npy version {version}"
-            width = 2 if version == (1, 0) else 4
-            prefix += fh.read(width)  # the header's length
-            if len(prefix) < 8 + width:
-                return "not a valid .npy array (a truncated header)"
-            raw = prefix + fh.read(int.from_bytes(prefix[8:], "little"))
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error, MemoryError) as exc:
-        return f"not a valid .npy array ({_oneline(exc, 120)})"
-    parsed = headers.get(raw) if headers is not None else None
-    if parsed is None:
-        try:
-            fh = io.BytesIO(raw)
-            npformat.read_magic(fh)
-            read = npformat.read_array_header_1_0 if version == (1, 0) else npformat.read_array_header_2_0
-            shape, _, dtype = read(fh)
-            if fh.tell() != len(raw):
-                return "not a valid .npy array (a truncated header)"
-        except (ValueError, TypeError, SyntaxError, OSError, EOFError, RecursionError, MemoryError) as exc:
-            return f"not a valid .npy array ({_oneline(exc, 120)})"
-        parsed = (shape, dtype)
-        if headers is not None:
-            headers[raw] = parsed
-    shape, dtype = parsed
-    if dtype.hasobject:
-        return "object arrays are not allowed in a .npy member"
-    if not all(isinstance(n, int) and n >= 0 for n in shape):
-        return "invalid shape"
-    if math.prod(shape) * dtype.itemsize != info.file_size - len(raw):
-        return f"its shape {tuple(shape)} does not match its size"
-    return None
+    return read_model_file(model_path)
 
 
 # ---------------------------------------------------------------------------------------------- after loading
-def _check_detector(det, meta: dict, model_path: Path) -> None:
-    """Attribute types of the loaded detector, and their agreement with ``meta.json``."""
+DETECTOR_ATTRIBUTES = frozenset({
+    "augment", "augment_rate", "builder_", "calibration", "calibrator_", "entity_backend", "evidence_floor",
+    "evidence_floor_", "exclude_implicit_true", "fallback_", "meta_", "method", "model_", "n_train_",
+    "n_validation_", "random_state", "sentence_threshold_", "span_gate_", "span_tagger_", "span_threshold_",
+    "threshold_", "threshold_rule", "validation_metrics_", "validation_size"})
+"""The attributes a saved :class:`Detector` may have (any other is refused at load)."""
+
+
+def _check_detector(det, meta: dict, model_path: Path) -> dict:
+    """Attribute types of the loaded detector, and their agreement with ``meta.json``; returns the templates
+    its model's parameters must match (what its method builds)."""
     from ..features import EvidenceFeaturizer
     from ._detector import CALIBRATIONS, THRESHOLD_RULES, Detector
     from ._frame import FrameBuilder
@@ -970,6 +639,10 @@ def _check_detector(det, meta: dict, model_path: Path) -> None:
     if type(det) is not Detector:
         raise ModelLoadError(f"{model_path}: holds a {type(det).__name__}, not an evqual.models.Detector")
     attrs = vars(det)
+    extra = sorted(set(attrs) - DETECTOR_ATTRIBUTES)
+    if extra:
+        raise ModelLoadError(f"{model_path}: Detector attribute {_oneline(extra[0], 60)!r} is not one a Detector "
+                             f"has; refusing to load")
 
     def fail(name, problem):
         return ModelLoadError(f"{model_path}: Detector attribute '{name}' {problem}; refusing to load")
@@ -1030,7 +703,8 @@ def _check_detector(det, meta: dict, model_path: Path) -> None:
             raise ModelLoadError(f"{model_path}: the featurizers compute other features than meta.json field "
                                  f"'{key}' lists; refusing to load")
     # the model: the classes its method builds
-    _check_structure(get("model_"), get_method(attrs["method"]).make(), "model_", fail)
+    fresh = get_method(attrs["method"]).make()
+    _check_structure(get("model_"), fresh, "model_", fail)
     if get("fallback_", None) != meta.get("fallback"):
         raise fail("fallback_", "does not match meta.json field 'fallback'")
     calibrator = get("calibrator_")
@@ -1068,6 +742,7 @@ def _check_detector(det, meta: dict, model_path: Path) -> None:
         if span is not None and (attrs["span_threshold_"] != span["threshold"]
                                  or attrs.get("span_gate_", 0.0) != span["gate"]):
             raise fail("span_threshold_", "or 'span_gate_' disagrees with meta.json field 'span_tagger'")
+    return templates_for(attrs["model_"], fresh)
 
 
 def _check_structure(model, fresh, name, fail) -> None:
@@ -1083,169 +758,6 @@ def _check_structure(model, fresh, name, fail) -> None:
             if key not in got or type(got[key]) is not type(value):
                 raise fail(f"{name}.{key}", f"must be a {type(value).__name__}; got "
                                             f"{type(got.get(key)).__name__}")
-
-
-_LEAVES = frozenset({str, int, float, bool, bytes, type(None), np.float64, np.int64, np.bool_})
-
-
-def _check_trees(det, model_path: Path) -> None:
-    """Every tree in the detector must be safe to walk: indices in range, children after their parent.
-
-    scikit-learn walks ``Tree`` and ``TreePredictor`` node arrays in compiled
-    code without bounds checks; skops checks types, not these contents.
-    """
-    from sklearn.ensemble._forest import BaseForest
-    from sklearn.ensemble._gb import BaseGradientBoosting
-    from sklearn.ensemble._hist_gradient_boosting.gradient_boosting import BaseHistGradientBoosting
-    from sklearn.ensemble._hist_gradient_boosting.predictor import TreePredictor
-    from sklearn.tree import BaseDecisionTree
-    from sklearn.tree._tree import Tree
-
-    def fail(where, problem):
-        return ModelLoadError(f"{model_path}: {where}: {problem}; refusing to load")
-
-    def n_features(est, where):
-        n = vars(est).get("n_features_in_")
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-            raise fail(where, "n_features_in_ must be a positive integer")
-        return int(n)
-
-    seen_trees, checked = {}, set()
-    stack, visited = [(det, "detector")], set()
-    while stack:
-        obj, where = stack.pop()
-        if id(obj) in visited:
-            continue
-        visited.add(id(obj))
-        if isinstance(obj, (Tree, TreePredictor)):
-            seen_trees[id(obj)] = where
-        # only fitted estimators hold trees (a template estimator parameter is unfitted)
-        if isinstance(obj, BaseDecisionTree) and "tree_" in vars(obj):
-            tree = vars(obj).get("tree_")
-            if not isinstance(tree, Tree):
-                raise fail(f"{where}.tree_", "must be a sklearn Tree")
-            _check_tree(tree, n_features(obj, where), f"{where}.tree_", fail)
-            checked.add(id(tree))
-        if isinstance(obj, BaseForest) and "estimators_" in vars(obj):
-            n = n_features(obj, where)
-            for i, est in enumerate(vars(obj).get("estimators_", ())):
-                if not isinstance(est, BaseDecisionTree) or n_features(est, f"{where}.estimators_[{i}]") != n:
-                    raise fail(f"{where}.estimators_[{i}]", f"must be a decision tree over {n} features")
-        if isinstance(obj, BaseGradientBoosting) and "estimators_" in vars(obj):
-            n = n_features(obj, where)
-            ests = vars(obj).get("estimators_")
-            k = vars(obj).get("n_trees_per_iteration_")
-            if not isinstance(ests, np.ndarray) or ests.ndim != 2 or ests.shape[1] != k or \
-                    k != (1 if len(getattr(obj, "classes_", ())) == 2 else len(getattr(obj, "classes_", ()))):
-                raise fail(f"{where}.estimators_", "must be an array of one tree per stage and class")
-            for i, est in enumerate(ests.ravel()):
-                if not isinstance(est, BaseDecisionTree) or n_features(est, f"{where}.estimators_[{i}]") != n:
-                    raise fail(f"{where}.estimators_[{i}]", f"must be a decision tree over {n} features")
-        if isinstance(obj, BaseHistGradientBoosting) and "_predictors" in vars(obj):
-            _check_hgb(obj, n_features(obj, where), where, fail, checked)
-        # children; plain scalars (exactly these types) hold nothing and are not walked (a 50,000-term
-        # vocabulary is one dict of str to int)
-        if isinstance(obj, dict):
-            stack.extend((v, f"{where}[{k!r}]") for k, v in obj.items() if type(v) not in _LEAVES)
-        elif isinstance(obj, (list, tuple)):
-            stack.extend((v, f"{where}[{i}]") for i, v in enumerate(obj) if type(v) not in _LEAVES)
-        elif isinstance(obj, np.ndarray):
-            if obj.dtype == object:
-                stack.extend((v, f"{where}[{i}]") for i, v in enumerate(obj.ravel()) if type(v) not in _LEAVES)
-        elif hasattr(obj, "__dict__") and type(obj).__module__.split(".")[0] in ("evqual", "sklearn"):
-            stack.extend((v, f"{where}.{k}") for k, v in vars(obj).items() if type(v) not in _LEAVES)
-    loose = [w for i, w in seen_trees.items() if i not in checked]
-    if loose:
-        raise fail(loose[0], "a tree outside the estimator that owns it")
-
-
-def _check_tree(tree, n_features: int, where: str, fail) -> None:
-    """A ``sklearn.tree._tree.Tree``: node count, children in (node, node_count), features < n_features."""
-    count, capacity = tree.node_count, tree.capacity
-    if count < 1 or count != capacity:  # node_count past the allocated nodes would read out of bounds
-        raise fail(where, f"node_count {count} does not match its {capacity} stored nodes")
-    if tree.n_features != n_features:
-        raise fail(where, f"is over {tree.n_features} features, its estimator over {n_features}")
-    left, right, feature = tree.children_left, tree.children_right, tree.feature
-    ids = np.arange(count)
-    leaf = left == -1
-    if np.any(leaf != (right == -1)):
-        raise fail(where, "a node has exactly one child")
-    inner = ~leaf
-    bad = inner & ((left <= ids) | (left >= count) | (right <= ids) | (right >= count))
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise fail(where, f"node {i} has children ({int(left[i])}, {int(right[i])}) outside ({i}, {count})")
-    bad = inner & ((feature < 0) | (feature >= n_features))
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise fail(where, f"node {i} splits on feature {int(feature[i])}, not in [0, {n_features})")
-    if not np.isfinite(tree.value).all():
-        raise fail(where, "holds non-finite leaf values")
-
-
-def _check_hgb(est, n_features: int, where: str, fail, checked: set) -> None:
-    """The ``TreePredictor`` node arrays of a HistGradientBoosting estimator."""
-    from sklearn.ensemble._hist_gradient_boosting.predictor import TreePredictor
-
-    predictors = vars(est).get("_predictors")
-    k = vars(est).get("n_trees_per_iteration_")
-    if not isinstance(predictors, list) or not isinstance(k, int) or k < 1:
-        raise fail(f"{where}._predictors", "must be a list of trees per iteration")
-    mapper = vars(est).get("_bin_mapper")
-    categorical = getattr(mapper, "is_categorical_", None)
-    for i, stage in enumerate(predictors):
-        if not isinstance(stage, list) or len(stage) != k:
-            raise fail(f"{where}._predictors[{i}]", f"must hold {k} trees")
-        for j, pred in enumerate(stage):
-            w = f"{where}._predictors[{i}][{j}]"
-            if type(pred) is not TreePredictor:
-                raise fail(w, "must be a TreePredictor")
-            _check_predictor(pred, n_features, categorical, w, fail)
-            checked.add(id(pred))
-
-
-def _check_predictor(pred, n_features: int, categorical, where: str, fail) -> None:
-    from sklearn.ensemble._hist_gradient_boosting.common import PREDICTOR_RECORD_DTYPE
-
-    nodes = vars(pred).get("nodes")
-    if not isinstance(nodes, np.ndarray) or nodes.dtype != PREDICTOR_RECORD_DTYPE or nodes.ndim != 1 or \
-            len(nodes) < 1:
-        raise fail(f"{where}.nodes", "must be a non-empty array of predictor records")
-    bitsets = []
-    for name in ("binned_left_cat_bitsets", "raw_left_cat_bitsets"):
-        b = vars(pred).get(name)
-        if not isinstance(b, np.ndarray) or b.dtype != np.uint32 or b.ndim != 2 or b.shape[1] != 8:
-            raise fail(f"{where}.{name}", "must be a (n, 8) uint32 array")
-        bitsets.append(len(b))
-    n = len(nodes)
-    ids = np.arange(n)
-    leaf = nodes["is_leaf"] != 0
-    inner = ~leaf
-    left, right = nodes["left"].astype(np.int64), nodes["right"].astype(np.int64)
-    bad = inner & ((left <= ids) | (left >= n) | (right <= ids) | (right >= n))
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise fail(f"{where}.nodes", f"node {i} has children ({int(left[i])}, {int(right[i])}) outside ({i}, {n})")
-    feature = nodes["feature_idx"]
-    bad = inner & ((feature < 0) | (feature >= n_features))
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise fail(f"{where}.nodes", f"node {i} splits on feature {int(feature[i])}, not in [0, {n_features})")
-    depth = nodes["depth"].astype(np.int64)
-    if depth[0] != 0 or np.any(depth[left[inner]] != depth[inner] + 1) or \
-            np.any(depth[right[inner]] != depth[inner] + 1):
-        raise fail(f"{where}.nodes", "node depths do not follow the tree")
-    cat = inner & (nodes["is_categorical"] != 0)
-    if cat.any():
-        idx = np.flatnonzero(cat)
-        if not isinstance(categorical, np.ndarray) or categorical.dtype != bool or categorical.shape != (n_features,) \
-                or not categorical[feature[idx]].all():
-            raise fail(f"{where}.nodes", "a categorical split on a feature not known to be categorical")
-        if np.any(nodes["bitset_idx"][idx] >= min(bitsets)):
-            raise fail(f"{where}.nodes", "a categorical split's bitset index is out of range")
-    if not np.isfinite(nodes["value"][leaf]).all():
-        raise fail(f"{where}.nodes", "holds non-finite leaf values")
 
 
 # ---------------------------------------------------------------------------------------------- loading
@@ -1287,7 +799,7 @@ def load_detector(path, *, sha256: str | None = None):
     >>> load_detector(folder, sha256="0" * 64)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    evqual.models._io.ModelLoadError: .../model.skops: SHA-256 ... does not match the expected 000...
+    evqual.models._audit.ModelLoadError: .../model.skops: SHA-256 ... does not match the expected 000...
     """
     import sklearn
 
@@ -1322,15 +834,7 @@ def load_detector(path, *, sha256: str | None = None):
     if _version_tuple(meta["sklearn_version"]) > _version_tuple(sklearn.__version__):
         warnings.warn(f"{meta_path}: saved with scikit-learn {meta['sklearn_version']}, newer than this "
                       f"{sklearn.__version__}", UserWarning, stacklevel=2)
-    detector = _load_skops(data, model_path)
-    try:
-        _check_detector(detector, meta, model_path)
-        _check_trees(detector, model_path)
-    except ModelLoadError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a malformed object met by a check
-        raise ModelLoadError(f"{model_path}: malformed model ({type(exc).__name__}: {_oneline(exc)}); "
-                             f"refusing to load") from None
+    detector = load_audited(data, model_path, prepare=lambda det: _check_detector(det, meta, model_path))
     meta.setdefault("name", folder.name)
     detector.meta_ = meta
     return detector
@@ -1352,12 +856,16 @@ def dump_trusted(obj, path) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def load_trusted(path, *, root: str, extra_types=(), sha256: str | None = None):
+def load_trusted(path, *, root: str, extra_types=(), sha256: str | None = None, prepare=None):
     """Load a skops file whose root is the class ``root``, with the same audit as :func:`load_detector`.
 
-    The zip and its ``schema.json`` are checked before anything is built; the
-    types allowed are :data:`TRUSTED_TYPES` plus ``extra_types`` (``module.class``
-    names, loaded as ``ObjectNode``) and the root.  ``sha256`` pins the file.
+    The file, the zip and its ``schema.json`` are checked before anything is
+    built, and every object after (:func:`evqual.models._audit.load_audited`:
+    the one audit of every model file); the types allowed are
+    :data:`TRUSTED_TYPES` plus ``extra_types`` (``module.class`` names, loaded
+    as ``ObjectNode``) and the root.  ``sha256`` pins the file; ``prepare(obj)``
+    checks the root's own attributes and returns the estimator templates its
+    parameters must match (see :func:`evqual.models._audit.templates_for`).
 
     Raises
     ------
@@ -1372,23 +880,7 @@ def load_trusted(path, *, root: str, extra_types=(), sha256: str | None = None):
             raise ModelLoadError(f"{path}: SHA-256 {digest} does not match the expected {sha256}; refusing to load")
     root_type = (root, "ObjectNode")
     trusted = TRUSTED_TYPES | {root_type} | {(t, "ObjectNode") for t in extra_types}
-    return _load_skops(data, path, root=root_type, trusted=trusted)
-
-
-def _load_skops(data: bytes, model_path: Path, root=_ROOT_TYPE, trusted=TRUSTED_TYPES):
-    """Audit the zip and its schema, then construct with skops trusting exactly the types found."""
-    import skops.io as sio
-
-    zf = _open_zip(data, model_path)
-    try:
-        found = _audit_schema(zf, model_path, root, trusted)
-    finally:
-        zf.close()
-    try:
-        return sio.load(io.BytesIO(data), trusted=sorted(found))
-    except Exception as exc:  # noqa: BLE001 - anything skops or a constructor raises on a malformed file
-        raise ModelLoadError(f"{model_path}: cannot be loaded ({type(exc).__name__}: {_oneline(exc)}); "
-                             f"refusing to load") from None
+    return load_audited(data, path, root=root_type, trusted=trusted, prepare=prepare)
 
 
 # ---------------------------------------------------------------------------------------------- builds

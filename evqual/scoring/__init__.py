@@ -24,7 +24,7 @@ from ._stream import (
 from ..results import DECISIONS, Citation, ModelInfo, Reason, ScoreResult, SentenceResult, SpanResult
 from ._topics import BUILTIN_TOPICS, Topic, TopicTagger
 from ._frame import FRAME_COLUMNS, FRAME_SCHEMA, SPARK_SCHEMA, empty_result_frame, score_frame
-from ._parallel import resolve_jobs, score_file_parallel
+from ._parallel import resolve_jobs, score_file_parallel, usable_cores
 
 __all__ = [
     "StreamAborted",
@@ -60,4 +60,5 @@ __all__ = [
     "empty_result_frame",
     "score_file_parallel",
     "resolve_jobs",
+    "usable_cores",
 ]

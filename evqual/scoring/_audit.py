@@ -3,8 +3,12 @@
 Each scored answer becomes one line: when it was scored, by which model,
 under which threshold and topics, its risk and decision, the predicted
 spans, the reason codes and the flagged sentences with their evidence. The
-scored texts themselves are not stored; ``input_sha256`` (see
-:func:`input_sha256`) identifies them without keeping them.
+scored texts themselves are not stored: no query, context or answer text,
+no span text, no quoted reason (spans and sentences are character offsets,
+reasons are codes, evidence is a chunk id); ``input_sha256`` (see
+:func:`input_sha256`) identifies the input without keeping it.  The file is
+created readable and writable by its owner only (``0600``; the umask can
+only make it stricter).
 
 Guarantee
 ---------
@@ -127,7 +131,7 @@ class AuditLog:
     ``model`` (``name``, ``method``, ``version``, ``sha256``),
     ``threshold``, ``topics``, ``sensitive``, ``risk``, ``flagged``,
     ``decision``, ``rule`` (the policy rule that decided), ``verify``,
-    ``spans`` (``start``, ``end``, ``text``, ``risk``), ``reason_codes``
+    ``spans`` (``start``, ``end``, ``risk``), ``reason_codes``
     (of the flagged sentences), ``flagged_sentences`` (``index``,
     ``start``, ``end``, ``risk``, ``reasons`` as codes,
     ``evidence_chunk_id``), ``note_codes`` and ``notes`` (the same for
@@ -158,7 +162,8 @@ class AuditLog:
         self._lock = threading.Lock()
         # unbuffered: a record is handed to the kernel by one os.write, so a failed write (a full disk)
         # leaves nothing behind in a buffer to be written later, out of order
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        # owner only: the log says what was scored and decided, for whom
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
         try:
             with self._locked():
                 self._end_torn_line()
@@ -257,7 +262,7 @@ class AuditLog:
             "verify": result.verify,
             "verification": _verification_record(result.verification),
             "final_flagged": result.final_flagged,
-            "spans": [{"start": s.start, "end": s.end, "text": s.text, "risk": s.risk} for s in result.spans],
+            "spans": [{"start": s.start, "end": s.end, "risk": s.risk} for s in result.spans],
             "reason_codes": result.reason_codes,
             "flagged_sentences": [
                 {"index": s.index, "start": s.start, "end": s.end, "risk": s.risk,
@@ -343,6 +348,15 @@ def read_audit_log(path) -> list:
     return records
 
 
+def _reason_code(reason):
+    """The code of a verification reason (``"date: '1932' vs '1937'"`` -> ``"date"``): the quoted words are
+    text of the answer and the evidence, which the log does not keep."""
+    if not isinstance(reason, str) or not reason:
+        return None
+    code = reason.split(":", 1)[0].strip()
+    return code if code.replace("_", "").replace(" ", "").isalnum() and len(code) <= 40 else "other"
+
+
 def _verification_record(v):
     """What the audit log keeps of a verification: the verdict, its cost, and per claim or factoid the span,
     verdict or score, and the evidence chunks it was checked against."""
@@ -351,7 +365,7 @@ def _verification_record(v):
     items = []
     for c in v.get("claims") or ():
         items.append({"start": c.get("start"), "end": c.get("end"), "verdict": c.get("verdict"),
-                      "probability": c.get("probability"), "reason": c.get("reason"),
+                      "probability": c.get("probability"), "reason": _reason_code(c.get("reason")),
                       "evidence_chunks": [e.get("chunk") for e in c.get("evidence") or ()]})
     for f in v.get("factoids") or ():
         items.append({"start": f.get("start"), "end": f.get("end"), "score": f.get("score"),

@@ -24,24 +24,37 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
 from ._frame import _scorer
-from ._stream import _Output, score_block, score_file
+from ._stream import _Output, count_lines, score_block, score_file
 
-__all__ = ["score_file_parallel", "resolve_jobs"]
+__all__ = ["score_file_parallel", "resolve_jobs", "usable_cores"]
 
 _IN_FLIGHT_PER_JOB = 4  # blocks in flight per worker process
 _MAX_QUEUED_ERRORS = 4096  # error records waiting behind the blocks in flight
 
 
-def resolve_jobs(jobs) -> int:
-    """The number of worker processes of ``jobs``: ``None`` or 0 mean every core (:func:`os.cpu_count`).
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity; :func:`os.cpu_count` where that is unknown)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def resolve_jobs(jobs, *, blocks: int | None = None) -> int:
+    """The number of worker processes of ``jobs``: ``None`` or 0 mean every usable core.
+
+    Never more than the usable cores (:func:`usable_cores`: more processes than cores only add memory; each
+    worker holds a model) nor, when ``blocks`` is given, than the blocks there are to score.
 
     Examples
     --------
     >>> from evqual.scoring import resolve_jobs
-    >>> resolve_jobs(3)
-    3
-    >>> resolve_jobs(0) == (os.cpu_count() or 1)
+    >>> resolve_jobs(1)
+    1
+    >>> resolve_jobs(64) == resolve_jobs(0) == usable_cores()
     True
+    >>> resolve_jobs(64, blocks=1)
+    1
     >>> resolve_jobs(-1)
     Traceback (most recent call last):
     ...
@@ -53,7 +66,11 @@ def resolve_jobs(jobs) -> int:
         raise TypeError(f"jobs must be an integer; got {type(jobs).__name__}")
     if jobs < 0:
         raise ValueError(f"jobs must be >= 0 (0: every core); got {jobs}")
-    return jobs or (os.cpu_count() or 1)
+    cores = usable_cores()
+    jobs = min(jobs or cores, cores)
+    if blocks is not None:
+        jobs = min(jobs, max(1, blocks))
+    return jobs
 
 
 # ------------------------------------------------------------------ worker side
@@ -129,8 +146,10 @@ def score_file_parallel(path, out, scorer, *, jobs=None, policy=None, audit=None
         Detector, a model folder or ``None`` (the shipped model) are taken
         too.
     jobs : int, optional
-        Worker processes; ``None`` or 0: every core.  With 1 the file is
-        scored in this process by :func:`score_file`.
+        Worker processes; ``None`` or 0: every core.  Capped at the usable
+        cores and at the number of blocks of ``batch_size`` lines in the
+        file (:func:`resolve_jobs`).  With 1 the file is scored in this
+        process by :func:`score_file`.
     policy : Policy, optional
         Overrides the scorer's policy.
     audit : AuditLog, optional
@@ -177,9 +196,15 @@ def score_file_parallel(path, out, scorer, *, jobs=None, policy=None, audit=None
     from ..data import iter_records
     from ..errors import DataIssue, EvqualDataError
 
-    jobs = resolve_jobs(jobs)
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1; got {batch_size}")
+    blocks = None
+    if not hasattr(path, "read"):  # a file: no more workers than blocks of lines
+        try:
+            blocks = -(-count_lines(path) // batch_size)
+        except OSError:
+            blocks = None
+    jobs = resolve_jobs(jobs, blocks=blocks)
     scoring = _scorer(scorer, policy)
     if jobs == 1:
         return score_file(path, out, scoring, audit=audit, progress=progress, batch_size=batch_size, limits=limits,

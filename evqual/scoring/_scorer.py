@@ -380,16 +380,22 @@ class Scorer:
 
 def _extra_and_warnings(ex, extra) -> dict:
     """``extra`` without the fields no JSON output can hold, and the warnings (W002 names each one dropped)."""
-    from ..data import check_value
+    from ..data import check_value, find_surrogate
 
     kept, warnings = {}, _warnings(ex)
     for key, value in (extra or {}).items():
-        problem = check_value(value, str(key)) if isinstance(key, str) else f"{key!r}: not a string field name"
+        if not isinstance(key, str):
+            problem = f"{key!r}: not a string field name"
+        elif find_surrogate(key) >= 0:
+            problem = f"{key.encode('utf-8', 'backslashreplace').decode()[:200]}: the field name holds an " \
+                      "unpaired surrogate (not valid Unicode text)"
+        else:
+            problem = check_value(value, key)
         if problem is None:
             kept[key] = value
         else:
             warnings.append({"code": "W002", "message": f"extra field not passed through: {problem}",
-                             "details": {"field": str(key)[:200]}})
+                             "details": {"field": str(key).encode("utf-8", "backslashreplace").decode()[:200]}})
     return {"extra": kept, "warnings": tuple(warnings)}
 
 

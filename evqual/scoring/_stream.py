@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 
 from ._audit import input_sha256
 from ..results import ScoreResult
@@ -54,12 +55,24 @@ class StreamAborted(OSError):
 
 
 def dumps_line(record: dict) -> str:
-    """One JSON line; text that cannot be UTF-8 (unpaired surrogates) is written with \\u escapes."""
-    text = json.dumps(record, ensure_ascii=False)
+    """One line of strict JSON (RFC 8259); text that cannot be UTF-8 (unpaired surrogates) is written with
+    \\u escapes.
+
+    A number JSON cannot hold (``NaN``, ``Infinity``) raises :class:`ValueError` instead of being written
+    as a bare ``NaN`` most JSON readers reject; callers turn it into an error record of its line.
+
+    >>> dumps_line({"risk": 0.5})
+    '{"risk": 0.5}\\n'
+    >>> dumps_line({"risk": float("nan")})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: Out of range float values are not JSON compliant...
+    """
+    text = json.dumps(record, ensure_ascii=False, allow_nan=False)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        text = json.dumps(record, ensure_ascii=True)
+        text = json.dumps(record, ensure_ascii=True, allow_nan=False)
     return text + "\n"
 
 
@@ -146,6 +159,9 @@ def score_block(scorer, block, *, path: str = "<input>", policy=None, include_co
         results = [score_one(line, ex, extra) for line, ex, extra in block]
     out = []
     for (line, _, _), res in zip(block, results):
+        if not isinstance(res, DataIssue) and not _finite_risks(res):
+            res = DataIssue("E110", path, line, None, "scoring failed: the model gave a risk that is not a finite "
+                                                      "number (a malformed model)")
         if not isinstance(res, DataIssue):
             if not include_context:
                 res = dataclasses.replace(res, context="")
@@ -157,6 +173,15 @@ def score_block(scorer, block, *, path: str = "<input>", policy=None, include_co
                                 f"result could not be written: {type(exc).__name__}: {exc}"[:500])
         out.append((None, res))
     return out
+
+
+def _finite_risks(res) -> bool:
+    """Whether every risk of a result (answer, sentences, spans) is a finite number."""
+    risks = [res.risk, *(s.risk for s in res.sentences), *(s.risk for s in res.spans)]
+    try:
+        return all(math.isfinite(r) for r in risks)
+    except TypeError:
+        return False
 
 
 def score_file(path, out, scorer, *, policy=None, audit=None, progress=None, batch_size: int = 16,
@@ -254,23 +279,45 @@ def score_file(path, out, scorer, *, policy=None, audit=None, progress=None, bat
     return sink.n_ok, sink.n_bad
 
 
-def parse_results(lines, source: str = "<results>", on_error=None) -> list[ScoreResult]:
-    """Results from the lines ``evqual score`` writes; error records go to ``on_error(record)`` (or are skipped)."""
+def parse_results(lines, source: str = "<results>", on_error=None, check=None) -> list[ScoreResult]:
+    """Results from the lines ``evqual score`` writes; error records go to ``on_error(record)`` (or are skipped).
+
+    A results file may have been edited by hand: a line that is not JSON, not an object, not a result
+    (:meth:`ScoreResult.from_dict` fails) or that ``check(result)`` rejects becomes an error record
+    ``{"line", "id", "error"}`` of its own line, and the other lines are read.
+    """
     out = []
     for n, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
             d = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{source}:{n}: invalid JSON: {exc.msg}") from None
-        if "error" in d:
+        except (ValueError, RecursionError) as exc:
             if on_error is not None:
-                on_error(d)
+                on_error({"line": n, "id": None, "error": f"{source}: not valid JSON ({_short(exc)})"})
+            continue
+        if not isinstance(d, dict) or "error" in d:
+            if on_error is not None:
+                on_error(d if isinstance(d, dict) else {"line": n, "id": None,
+                                                        "error": f"{source}: not a JSON object"})
             continue
         d.pop("line", None)
-        out.append(ScoreResult.from_dict(d))
+        try:
+            result = ScoreResult.from_dict(d)
+            if check is not None:
+                check(result)
+        except Exception as exc:  # noqa: BLE001 - a hand-edited record: an error of its line, never of the file
+            if on_error is not None:
+                rid = d.get("id") if isinstance(d.get("id"), (str, int)) else None
+                on_error({"line": n, "id": rid, "error": f"not a valid result ({type(exc).__name__}: {_short(exc)})"})
+            continue
+        out.append(result)
     return out
+
+
+def _short(exc, limit: int = 200) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def read_results(path) -> list[ScoreResult]:

@@ -43,7 +43,7 @@ from ._dense import (
     require_embeddings,
 )
 from ._evidence import RETRIEVAL_METHODS, EvidenceRetriever
-from ._llm import ENV_VARS, LLMClient, LLMError, LLMReply
+from ._llm import ENV_VARS, KEY_PREFIX_CHARS, MAX_QUOTED_CHARS, LLMClient, LLMError, LLMReply
 from ._llm_backend import JUDGE_MODES, LLMFactoidExtractor, LLMJudge, LLMMutator, align_span
 from ._prompts import PROMPTS, load_prompt
 from ._types import (
@@ -108,6 +108,8 @@ __all__ = [
     "JUDGE_MODES",
     "LLMClient",
     "LLMError",
+    "MAX_QUOTED_CHARS",
+    "KEY_PREFIX_CHARS",
     "LLMFactoidExtractor",
     "LLMJudge",
     "LLMMutator",

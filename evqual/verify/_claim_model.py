@@ -215,48 +215,121 @@ def save_claim_model(model: ClaimModel, path, *, training_data: dict | None = No
     return folder
 
 
+_CLAIM_ATTRIBUTES = frozenset({"max_iter", "learning_rate", "calibration", "validation_size", "random_state",
+                               "featurizer_", "feature_names_", "base_", "calibrator_", "classes_", "n_features_in_",
+                               "meta_"})
+_LOADED: dict = {}  # (folder, file identities, pin) -> ClaimModel: each model file is read and audited once
+
+
+def _file_identity(path):
+    import os
+
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _claim_templates(model, model_path):
+    """Check a loaded claim model's own attributes; the estimators its fit builds, for the parameter audit."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.isotonic import IsotonicRegression
+    from sklearn.linear_model import LogisticRegression
+
+    from ..models import ModelLoadError, templates_for
+
+    def fail(problem):
+        return ModelLoadError(f"{model_path}: {problem}; refusing to load")
+
+    if type(model) is not ClaimModel:
+        raise fail(f"holds a {type(model).__name__}, not a ClaimModel")
+    attrs = vars(model)
+    extra = sorted(set(attrs) - _CLAIM_ATTRIBUTES)
+    if extra:
+        raise fail(f"ClaimModel attribute {extra[0][:60]!r} is not one a ClaimModel has")
+    for name in ("featurizer_", "feature_names_", "base_", "calibrator_"):
+        if name not in attrs:
+            raise fail(f"ClaimModel attribute {name!r} is missing (not a fitted model)")
+    if model.calibration not in ("isotonic", "sigmoid"):
+        raise fail(f"ClaimModel attribute 'calibration' must be 'isotonic' or 'sigmoid'; got {model.calibration!r}")
+    for name in ("max_iter", "random_state"):
+        value = attrs.get(name)
+        if type(value) is not int or not 0 <= value < 2**31:
+            raise fail(f"ClaimModel attribute {name!r} must be a non-negative integer")
+    names = attrs["feature_names_"]
+    if type(names) is not list or not all(type(n) is str for n in names):
+        raise fail("ClaimModel attribute 'feature_names_' must be a list of feature names")
+    if type(model.featurizer_) is not EvidenceFeaturizer:
+        raise fail("ClaimModel attribute 'featurizer_' must be an EvidenceFeaturizer")
+    if list(model.featurizer_.get_feature_names_out()) != names:
+        raise fail("the featurizer computes other features than 'feature_names_' lists")
+    if type(model.base_) is not HistGradientBoostingClassifier or \
+            getattr(model.base_, "n_features_in_", None) != len(names):
+        raise fail(f"ClaimModel attribute 'base_' must be a HistGradientBoostingClassifier over {len(names)} features")
+    cst = [1 if n in FLOOR_CHECKS else 0 for n in names]
+    base = HistGradientBoostingClassifier(max_iter=model.max_iter, learning_rate=model.learning_rate,
+                                          l2_regularization=1.0, monotonic_cst=cst, random_state=model.random_state)
+    cal = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip") if model.calibration == "isotonic" \
+        else LogisticRegression()
+    if type(model.calibrator_) is not type(cal):
+        raise fail(f"ClaimModel attribute 'calibrator_' must be a {type(cal).__name__}")
+    pairs = templates_for(model.base_, base)
+    pairs.update(templates_for(model.calibrator_, cal))
+    pairs.update(templates_for(model.featurizer_, EvidenceFeaturizer(families=list(CLAIM_FAMILIES))))
+    return pairs
+
+
 def load_claim_model(path=None, *, sha256: str | None = None) -> ClaimModel:
     """Load a claim model saved by :func:`save_claim_model` (default: :func:`default_claim_model_path`).
 
-    ``meta.json`` is validated and the file's SHA-256 compared with it (and with
-    ``sha256`` when given) before anything is built; the skops file is audited
-    against evqual's allow-list of types, exactly as :func:`evqual.models.load_detector` does.
+    ``meta.json`` is read as every model metadata file is (a regular file of
+    bounded size) and validated, and the file's SHA-256 compared with it (and
+    with ``sha256`` when given) before anything is built; then the skops file
+    passes the same audit as :func:`evqual.models.load_detector` (the
+    allow-list of types, the zip and schema checks, and every tree, array and
+    parameter of the built model).  A model is read once per process: loading
+    the same unchanged folder again returns the same object.
 
     Raises
     ------
     evqual.models.ModelLoadError
         Naming the file and the field.
     """
-    import json
     from pathlib import Path
 
     from ..features import FEATURES
-    from ..models import ModelLoadError, load_trusted
+    from ..models import ModelLoadError, load_trusted, read_model_meta
 
     folder = Path(path) if path is not None else default_claim_model_path()
     meta_path = folder / "meta.json"
-    try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ModelLoadError(f"{meta_path}: no such file (not a claim model folder)") from None
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
-        raise ModelLoadError(f"{meta_path}: cannot be read as JSON ({exc})") from None
+    model_path = folder / "model.skops"
+    key = (str(folder.resolve()), _file_identity(meta_path), _file_identity(model_path), sha256)
+    cached = _LOADED.get(key)
+    if cached is not None:
+        return cached
+    if not meta_path.exists() and not meta_path.is_symlink():
+        raise ModelLoadError(f"{meta_path}: no such file (not a claim model folder)")
+    meta = read_model_meta(meta_path)
     if not isinstance(meta, dict):
         raise ModelLoadError(f"{meta_path}: must hold a JSON object")
-    for key, kind in (("format", str), ("model_sha256", str), ("features", list)):
-        if not isinstance(meta.get(key), kind):
-            raise ModelLoadError(f"{meta_path}: field {key!r} must be a {kind.__name__}; got {meta.get(key)!r}")
+    for key_, kind in (("format", str), ("model_sha256", str), ("features", list)):
+        if not isinstance(meta.get(key_), kind):
+            raise ModelLoadError(f"{meta_path}: field {key_!r} must be a {kind.__name__}; got "
+                                 f"{str(meta.get(key_))[:80]!r}")
     if meta["format"] != CLAIM_MODEL_FORMAT:
-        raise ModelLoadError(f"{meta_path}: field 'format' is {meta['format']!r}; this evqual reads "
+        raise ModelLoadError(f"{meta_path}: field 'format' is {meta['format'][:80]!r}; this evqual reads "
                              f"{CLAIM_MODEL_FORMAT!r}")
     unknown = [f for f in meta["features"] if f not in FEATURES]
     if unknown:
-        raise ModelLoadError(f"{meta_path}: field 'features' names {unknown[0]!r}, a feature this evqual "
+        raise ModelLoadError(f"{meta_path}: field 'features' names {str(unknown[0])[:80]!r}, a feature this evqual "
                              "does not compute")
-    model_path = folder / "model.skops"
-    model = load_trusted(model_path, root=_ROOT, sha256=sha256 or meta["model_sha256"])
-    if not isinstance(model, ClaimModel) or not hasattr(model, "calibrator_") \
-            or list(getattr(model, "feature_names_", [])) != meta["features"]:
+    model = load_trusted(model_path, root=_ROOT, sha256=sha256 or meta["model_sha256"],
+                         prepare=lambda m: _claim_templates(m, model_path))
+    if list(model.feature_names_) != meta["features"]:
         raise ModelLoadError(f"{model_path}: not a fitted ClaimModel matching {meta_path}; refusing to load")
     model.meta_ = meta
+    if len(_LOADED) >= 8:
+        _LOADED.clear()
+    _LOADED[key] = model
     return model

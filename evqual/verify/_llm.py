@@ -4,12 +4,20 @@
 speaks the OpenAI chat-completions protocol (OpenAI, Azure OpenAI behind a
 compatible gateway, vLLM, llama.cpp's server, Ollama, LM Studio, ...), with
 
-* **timeouts** per request and **retries** with exponential backoff and
-  (seedable) jitter on 429, 5xx, timeouts and connection errors, honouring a
-  ``Retry-After`` header (capped at ``max_backoff``); other 4xx fail at once;
+* **deadlines**, each a total, not per read (a server that sends one byte
+  every few seconds cannot hold a run): ``timeout`` for one attempt (connect,
+  headers and body), ``request_timeout`` for one call with all its retries and
+  waits, ``answer_timeout`` for every call made for one answer (the verifiers
+  open a :meth:`LLMClient.usage_scope` per answer);
+* **retries** with exponential backoff and (seedable) jitter on 429, 5xx,
+  timeouts and connection errors, honouring a ``Retry-After`` header (capped
+  at ``max_backoff`` and at the deadlines); other 4xx fail at once;
+* **size caps**: at most ``max_reply_bytes`` are read from a reply (a larger
+  one is an error, never held in memory), and text quoted from a reply into a
+  result is cut to :data:`MAX_QUOTED_CHARS` characters;
 * a **concurrency limit**: at most ``concurrency`` requests in flight across all
   threads that share the client;
-* no redirects (urllib would forward the ``Authorization`` header to their target);
+* no redirects: a 3xx is an error (following it would send the ``Authorization`` header to its target);
 * a **cache** keyed by the SHA-256 of (model, messages, temperature,
   max_tokens), in memory and optionally in an append-only JSONL file that a
   new client (or a re-run) reads back; a corrupt line of that file is skipped;
@@ -18,15 +26,19 @@ compatible gateway, vLLM, llama.cpp's server, Ollama, LM Studio, ...), with
   per answer (thread-safe, also across worker threads started with
   :func:`contextvars.copy_context`).
 
-HTTP goes through the standard library (:mod:`urllib.request`, :mod:`json`,
-:mod:`threading`): the protocol is one JSON POST, so a dependency such as
+HTTP goes through the standard library (:mod:`http.client`, with the proxies the
+environment names as :mod:`urllib.request` reads them, :mod:`json`, :mod:`threading`): the protocol is one JSON POST, so a dependency such as
 ``openai`` or ``httpx`` would add install weight and version churn for no
 feature evqual needs, and the test suite can run the client against a local
 stub server with nothing extra installed.
 
 The API key is sent only in the ``Authorization`` header: it never appears in
 ``repr``, error messages (which name the URL without credentials or query
-string) or the cache file.
+string) or the cache file, and it is scrubbed (with any prefix of it of
+:data:`KEY_PREFIX_CHARS` characters or more) from everything derived from a
+server reply: error bodies, parse errors and the reply text itself, so a
+server that echoes the ``Authorization`` header cannot put the key into the
+results.
 """
 
 from __future__ import annotations
@@ -43,7 +55,6 @@ import random
 import socket
 import threading
 import time
-import urllib.error
 import urllib.parse
 import urllib.request
 import warnings
@@ -52,7 +63,12 @@ from pathlib import Path
 
 from ._types import Usage
 
-__all__ = ["LLMClient", "LLMError", "LLMReply", "ENV_VARS"]
+__all__ = ["LLMClient", "LLMError", "LLMReply", "ENV_VARS", "MAX_QUOTED_CHARS", "KEY_PREFIX_CHARS"]
+
+MAX_QUOTED_CHARS = 2_000
+"""Longest text taken from a server reply into a result (a reason, a variant, a factoid)."""
+KEY_PREFIX_CHARS = 8
+"""Prefixes of the API key this long or longer are scrubbed from everything derived from a reply."""
 
 #: Environment variables read when an option is not given: first the evqual one, then the OpenAI one.
 ENV_VARS = {
@@ -66,6 +82,15 @@ _ERROR_BODY_CHARS = 300
 
 # the Usage objects collecting the calls of the current context (innermost last)
 _SCOPES: contextvars.ContextVar[tuple] = contextvars.ContextVar("evqual_llm_usage_scopes", default=())
+# the monotonic time by which the current answer's calls must be done (None: no answer scope)
+_DEADLINE: contextvars.ContextVar = contextvars.ContextVar("evqual_llm_answer_deadline", default=None)
+
+
+def quoted(text, limit: int = MAX_QUOTED_CHARS):
+    """``text`` cut to ``limit`` characters (with an ellipsis), for text copied from a server reply."""
+    if not isinstance(text, str) or len(text) <= limit:
+        return text
+    return text[:limit - 1] + "\u2026"
 
 
 class LLMError(RuntimeError):
@@ -105,11 +130,25 @@ class LLMReply:
     attempts: int = 0
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """Refuse redirects: urllib would resend the ``Authorization`` header to wherever they point."""
+class _TooLarge(Exception):
+    """A reply over ``max_reply_bytes`` (not retried: the server would send it again)."""
 
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
-        return None  # urllib then raises the 3xx as an HTTPError
+
+def _oneline(text, limit: int = 200) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _key_pattern(key):
+    """A regex of the key and of every prefix of it of :data:`KEY_PREFIX_CHARS` or more characters
+    (longest first), or ``None`` without a key."""
+    import re
+
+    if not key:
+        return None
+    key = str(key)
+    n = min(len(key), KEY_PREFIX_CHARS)
+    return re.compile("|".join(re.escape(key[:i]) for i in range(len(key), n - 1, -1)))
 
 
 
@@ -154,7 +193,19 @@ class LLMClient:
         key (local servers).  Default: ``$EVQUAL_LLM_API_KEY``, then
         ``$OPENAI_API_KEY``.
     timeout : float, default=30.0
-        Seconds to wait for the connection and for each read of one request.
+        Seconds one attempt may take in all: connecting, sending, and reading
+        the headers and the whole body (a watchdog closes the connection at the
+        deadline, whatever the server trickles).
+    request_timeout : float, default=60.0
+        Seconds one call may take with all its attempts and the waits between
+        them.
+    answer_timeout : float, default=180.0
+        Seconds all the calls made for one answer may take together (inside a
+        :meth:`usage_scope`, which the verifiers open per answer); a call made
+        after it has passed fails at once.
+    max_reply_bytes : int, default=1048576
+        Largest reply body read (a chat completion of ``max_tokens`` tokens is
+        a few kilobytes); a larger one is an error.
     max_retries : int, default=3
         Retries after a 429, a 5xx, a timeout or a connection error (so at
         most ``max_retries + 1`` requests per call).  Other 4xx are not retried.
@@ -194,7 +245,8 @@ class LLMClient:
 
     def __init__(self, *, base_url=None, model=None, api_key=None, timeout: float = 30.0, max_retries: int = 3,
                  backoff: float = 0.5, max_backoff: float = 8.0, concurrency: int = 4, cache=True,
-                 temperature: float = 0.0, max_tokens: int = 512, random_state=None):
+                 temperature: float = 0.0, max_tokens: int = 512, random_state=None, request_timeout: float = 60.0,
+                 answer_timeout: float = 180.0, max_reply_bytes: int = 2**20):
         base_url = base_url or _env("base_url")
         model = model or _env("model")
         api_key = api_key or _env("api_key")
@@ -211,20 +263,25 @@ class LLMClient:
         if parts.username is not None or parts.password is not None:
             raise ValueError("LLMClient: base_url must not hold credentials (user:password@); "
                              "pass the key as api_key or set EVQUAL_LLM_API_KEY")
+        positive = ("timeout", "request_timeout", "answer_timeout")
         for name, value, low in (("timeout", timeout, 0.0), ("backoff", backoff, 0.0),
-                                 ("max_backoff", max_backoff, 0.0), ("temperature", temperature, 0.0)):
+                                 ("max_backoff", max_backoff, 0.0), ("temperature", temperature, 0.0),
+                                 ("request_timeout", request_timeout, 0.0), ("answer_timeout", answer_timeout, 0.0)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-                    or value < low or (name == "timeout" and value == 0):
+                    or value < low or (name in positive and value == 0):
                 raise ValueError(f"LLMClient: {name} must be a finite number "
-                                 f"{'> 0' if name == 'timeout' else '>= 0'}; got {value!r}")
+                                 f"{'> 0' if name in positive else '>= 0'}; got {value!r}")
         for name, value, low in (("max_retries", max_retries, 0), ("concurrency", concurrency, 1),
-                                 ("max_tokens", max_tokens, 1)):
+                                 ("max_tokens", max_tokens, 1), ("max_reply_bytes", max_reply_bytes, 1)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"LLMClient: {name} must be an int >= {low}; got {value!r}")
         self.base_url = urllib.parse.urlunsplit(parts._replace(path=parts.path.rstrip("/")))
         self.model = str(model)
         self._api_key = api_key or None
         self.timeout = float(timeout)
+        self.request_timeout = float(request_timeout)
+        self.answer_timeout = float(answer_timeout)
+        self.max_reply_bytes = max_reply_bytes
         self.max_retries = max_retries
         self.backoff = float(backoff)
         self.max_backoff = float(max_backoff)
@@ -234,7 +291,7 @@ class LLMClient:
         # the path gets /chat/completions; a query string (e.g. Azure's api-version=...) is kept
         self.url = urllib.parse.urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/chat/completions"))
         self.endpoint = _public_url(self.url)
-        self._opener = urllib.request.build_opener(_NoRedirect)  # proxies from the environment, as urlopen
+        self._key_re = _key_pattern(self._api_key)
         self._semaphore = threading.BoundedSemaphore(concurrency)
         self._lock = threading.Lock()
         self._rng = random.Random(random_state)
@@ -304,7 +361,11 @@ class LLMClient:
     # -- accounting ---------------------------------------------------------------------------------------
     @contextlib.contextmanager
     def usage_scope(self):
-        """Collect the calls made in this context into a fresh :class:`Usage`.
+        """Collect the calls made in this context into a fresh :class:`Usage`, within one answer's deadline.
+
+        The calls made inside share ``answer_timeout`` seconds (the verifiers
+        open one scope per answer); the innermost scope's deadline never
+        extends an outer one.
 
         Scopes are per context (:mod:`contextvars`), so threads verifying
         different answers do not mix; worker threads that run with a copy of
@@ -319,9 +380,13 @@ class LLMClient:
         """
         usage = Usage()
         token = _SCOPES.set(_SCOPES.get() + (usage,))
+        outer = _DEADLINE.get()
+        deadline = time.monotonic() + self.answer_timeout
+        deadline_token = _DEADLINE.set(deadline if outer is None else min(outer, deadline))
         try:
             yield usage
         finally:
+            _DEADLINE.reset(deadline_token)
             _SCOPES.reset(token)
 
     def take_usage(self) -> Usage:
@@ -372,6 +437,7 @@ class LLMClient:
         except LLMError:
             self._record(None, (time.perf_counter() - t0) * 1000.0)
             raise
+        text = self._scrub(text)  # a server that echoes the Authorization header
         latency = (time.perf_counter() - t0) * 1000.0
         reply = LLMReply(text, _token_count(usage, "prompt_tokens"), _token_count(usage, "completion_tokens"),
                          latency, False, attempts)
@@ -380,18 +446,81 @@ class LLMClient:
             self._store(key, reply)
         return reply
 
-    def _request(self, body: bytes):
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    def _request(self, body: bytes, deadline: float):
+        """One attempt: ``(status, body bytes, headers)``; a watchdog closes the connection at ``deadline``
+        (whatever the server sends, or trickles), and at most ``max_reply_bytes`` of a body are read."""
+        headers = {"Content-Type": "application/json", "Accept": "application/json", "Connection": "close"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        req = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("the deadline passed")
         with self._semaphore:
-            with self._opener.open(req, timeout=self.timeout) as resp:  # scheme checked in __init__
-                return resp.status, resp.read()
+            conn, path = self._connection(min(self.timeout, remaining))
+            expired = threading.Event()
+
+            def abort():
+                expired.set()
+                sock = conn.sock
+                if sock is not None:
+                    with contextlib.suppress(OSError):
+                        sock.shutdown(socket.SHUT_RDWR)
+
+            watchdog = threading.Timer(max(0.0, deadline - time.monotonic()), abort)
+            watchdog.daemon = True
+            watchdog.start()
+            try:
+                conn.request("POST", path, body=body, headers=headers)
+                resp = conn.getresponse()
+                length = resp.getheader("Content-Length")
+                cap = self.max_reply_bytes if resp.status < 300 else _ERROR_BODY_CHARS
+                if resp.status < 300 and length and length.strip().isdigit() and int(length) > cap:
+                    raise _TooLarge(f"the reply declares {int(length)} bytes (at most {cap} are read)")
+                chunks, size = [], 0
+                while size <= cap:
+                    chunk = resp.read1(min(65536, cap + 1 - size)) if hasattr(resp, "read1") else resp.read(65536)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    size += len(chunk)
+                if expired.is_set():  # the watchdog cut the body short
+                    raise TimeoutError("the deadline passed while the reply was being read")
+                if size > cap and resp.status < 300:
+                    raise _TooLarge(f"the reply is larger than {cap} bytes")
+                return resp.status, b"".join(chunks)[:cap], resp.headers
+            except (OSError, http.client.HTTPException) as exc:
+                if expired.is_set():
+                    raise TimeoutError("the deadline passed while waiting for the server") from None
+                raise exc
+            finally:
+                watchdog.cancel()
+                conn.close()
+
+    def _connection(self, timeout: float):
+        """An HTTP(S) connection to the endpoint, or through the proxy the environment names for it."""
+        parts = urllib.parse.urlsplit(self.url)
+        https = parts.scheme.lower() == "https"
+        host, port = parts.hostname, parts.port
+        path = urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
+        proxy = None
+        if not urllib.request.proxy_bypass(host or ""):
+            proxy = urllib.request.getproxies().get(parts.scheme.lower())
+        if proxy:
+            p = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+            if https:
+                conn = http.client.HTTPSConnection(p.hostname, p.port or 8080, timeout=timeout)
+                conn.set_tunnel(host, port or 443)
+            else:
+                conn = http.client.HTTPConnection(p.hostname, p.port or 8080, timeout=timeout)
+                path = self.url
+            return conn, path
+        cls = http.client.HTTPSConnection if https else http.client.HTTPConnection
+        return cls(host, port, timeout=timeout), path
 
     def _scrub(self, text: str) -> str:
-        if self._api_key:
-            text = text.replace(self._api_key, "***")
+        """``text`` without the API key or any prefix of it of :data:`KEY_PREFIX_CHARS` or more characters."""
+        if self._key_re is not None and isinstance(text, str):
+            text = self._key_re.sub("***", text)
         return text
 
     def _wait(self, retry: int, retry_after: str | None) -> float:
@@ -416,41 +545,49 @@ class LLMClient:
     def _post(self, messages):
         body = json.dumps({"model": self.model, "messages": messages, "temperature": self.temperature,
                            "max_tokens": self.max_tokens}).encode("utf-8")
+        start = time.monotonic()
+        deadline = start + self.request_timeout
+        answer = _DEADLINE.get()
+        which = f"the call's deadline ({self.request_timeout:g} s)"
+        if answer is not None and answer < deadline:
+            deadline, which = answer, f"the answer's deadline ({self.answer_timeout:g} s)"
         attempts = 0
         while True:
+            if time.monotonic() >= deadline:
+                raise LLMError(f"LLM request to {self.endpoint} stopped: {which} passed after {attempts} attempt(s)",
+                               status=None, url=self.endpoint, attempts=attempts)
             attempts += 1
             retry_after = None
+            limit = min(self.timeout, deadline - time.monotonic())
             try:
-                status, raw = self._request(body)
-            except urllib.error.HTTPError as exc:
-                status = exc.code
-                try:
-                    detail = exc.read().decode("utf-8", "replace")[:_ERROR_BODY_CHARS]
-                except Exception:  # noqa: BLE001 - the body is only for the message
-                    detail = ""
-                retry_after = exc.headers.get("Retry-After") if exc.headers else None
+                status, raw, headers = self._request(body, time.monotonic() + limit)
+            except _TooLarge as exc:
+                raise LLMError(f"LLM reply from {self.endpoint} refused: {exc}", status=None, url=self.endpoint,
+                               attempts=attempts) from None
+            except (TimeoutError, socket.timeout) as exc:
+                status, problem = None, f"timed out after {limit:.3g} s ({_oneline(exc) or type(exc).__name__})"
+            except (ConnectionError, http.client.HTTPException, OSError) as exc:
+                status, problem = None, f"connection error: {type(exc).__name__}: {_oneline(exc)}"
+            else:
+                if 200 <= status < 300:
+                    return self._parse(status, raw, attempts) + (attempts,)
+                detail = raw[:_ERROR_BODY_CHARS].decode("utf-8", "replace")
+                retry_after = headers.get("Retry-After") if headers else None
                 problem = f"HTTP {status}" + (f": {' '.join(detail.split())}" if detail.strip() else "")
                 if status not in _RETRY_STATUS:
-                    raise LLMError(self._scrub(f"LLM request to {self.endpoint} failed with {problem} "
+                    moved = " (redirects are not followed)" if 300 <= status < 400 else ""
+                    raise LLMError(self._scrub(f"LLM request to {self.endpoint} failed with {problem}{moved} "
                                                f"(not retried; attempt {attempts})"),
                                    status=status, url=self.endpoint, attempts=attempts) from None
-            except (TimeoutError, socket.timeout) as exc:
-                status, problem = None, f"timed out after {self.timeout:g} s ({type(exc).__name__})"
-            except urllib.error.URLError as exc:
-                status = None
-                reason = exc.reason
-                if isinstance(reason, (TimeoutError, socket.timeout)):
-                    problem = f"timed out after {self.timeout:g} s"
-                else:
-                    problem = f"connection error: {reason}"
-            except (ConnectionError, http.client.HTTPException, OSError) as exc:
-                status, problem = None, f"connection error: {type(exc).__name__}: {exc}"
-            else:
-                return self._parse(status, raw, attempts) + (attempts,)
             if attempts > self.max_retries:
                 raise LLMError(self._scrub(f"LLM request to {self.endpoint} failed after {attempts} attempt(s): "
                                            f"{problem}"), status=status, url=self.endpoint, attempts=attempts)
-            self._sleep(self._wait(attempts - 1, retry_after))
+            wait = self._wait(attempts - 1, retry_after)
+            if time.monotonic() + wait >= deadline:
+                raise LLMError(self._scrub(f"LLM request to {self.endpoint} failed after {attempts} attempt(s): "
+                                           f"{problem}; no time left for a retry within {which}"),
+                               status=status, url=self.endpoint, attempts=attempts)
+            self._sleep(wait)
 
     def _parse(self, status, raw: bytes, attempts: int):
         def fail(what):

@@ -32,7 +32,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 
 from ..text import content_tokens, split_sentences, tokenize
-from ._llm import LLMClient, LLMError
+from ._llm import LLMClient, LLMError, quoted
 from ._prompts import load_prompt
 from ._types import MUTATION_KINDS, VERDICTS, Judgement
 
@@ -101,7 +101,7 @@ def parse_factoid_reply(text) -> tuple:
         return None, None, f"the verifier must answer YES, NO or NOT SURE; got {_quote(text)}"
     answer = "NOT SURE" if m.group(1).upper().startswith("NOT") else m.group(1).upper()
     reason = body[m.end():].strip().lstrip("*_`\"'.,:;-– ").strip() or None
-    return answer, reason, None
+    return answer, quoted(reason), None
 
 
 def parse_claim_reply(text, n_passages: int = 0) -> tuple:
@@ -151,7 +151,7 @@ def parse_claim_reply(text, n_passages: int = 0) -> tuple:
                 and item - 1 not in cited:
             cited.append(item - 1)
     reason = data.get("reason")
-    return norm, p, cited, (str(reason) if reason is not None else None), None
+    return norm, p, cited, (quoted(str(reason)) if reason is not None else None), None
 
 
 def _norm(text: str) -> str:
@@ -190,7 +190,7 @@ def parse_variants(text, factoid: str, n: int) -> list:
         if not key or key in seen or not any(c.isalnum() for c in key):
             continue
         seen.add(key)
-        out.append(item)
+        out.append(quoted(item))
         if len(out) == n:
             break
     return out
@@ -207,7 +207,7 @@ def parse_factoids(text) -> list | None:
     value = _first_json(text, list)
     if value is None or not all(isinstance(v, str) for v in value):
         return None
-    return [v.strip() for v in value if v.strip()]
+    return [quoted(v.strip()) for v in value if v.strip()]
 
 
 def align_span(answer: str, factoid: str, units=None) -> tuple:

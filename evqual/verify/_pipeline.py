@@ -48,7 +48,7 @@ def make_judge(backend: str = "rules", *, mode: str = "claim", client=None, **cl
     if backend == "rules":
         from ._rules import RulesJudge
 
-        return RulesJudge()
+        return RulesJudge().load()  # a model that fails its audit is refused here, once, not per answer
     if backend == "llm":
         from ._llm import LLMClient
         from ._llm_backend import LLMJudge

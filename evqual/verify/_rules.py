@@ -75,9 +75,25 @@ class RulesJudge:
         self.model = model
         self.tau = tau
 
+    def load(self) -> "RulesJudge":
+        """Load (and audit) the claim model now rather than at the first statement; returns ``self``.
+
+        Raises :class:`~evqual.models.ModelLoadError` for a model that fails the audit.  A model is
+        loaded once: a failure is remembered and raised again, the file is not read again per answer.
+        """
+        self._model()
+        return self
+
     def _model(self):
         if self.model is None or not hasattr(self.model, "predict_proba_features"):
-            self.model = load_claim_model(self.model)
+            failed = getattr(self, "_load_error", None)
+            if failed is not None:
+                raise failed
+            try:
+                self.model = load_claim_model(self.model)
+            except Exception as exc:
+                self._load_error = exc
+                raise
         return self.model
 
     def judge(self, statements, evidence=None, *, query: str = "", chunks=()) -> list:
