@@ -118,6 +118,19 @@ def run_cli(*args, env=None, timeout=120):
     return proc.returncode, proc.stdout, proc.stderr
 
 
+def assert_refused_in_subprocess(folder, match: str, timeout: float = 60.0) -> None:
+    """``load_detector(folder)`` in a fresh process with a time limit: refused with ``match`` in the message (a
+    regression that hangs or crashes fails this test instead of the test run)."""
+    code = ("import sys\nfrom evqual.models import ModelLoadError, load_detector\n"
+            "try:\n    load_detector(sys.argv[1])\nexcept ModelLoadError as e:\n    print('REFUSED', e)\n")
+    try:
+        proc = subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"loading {folder} did not finish in {timeout:g} s")
+    assert "REFUSED" in proc.stdout and match in proc.stdout, proc.stdout + proc.stderr
+
+
 # ---------------------------------------------------------------------------------------------- fixtures
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
@@ -232,7 +245,12 @@ def test_a_refused_claim_model_is_not_read_again_for_every_answer(models, tmp_pa
     import evqual.models as em
     from evqual.verify import ClaimVerifier, RulesJudge
 
-    folder = _claim_copy(models, tmp_path, lambda s, m: _hgb_first_inner(s, m, "left", 2**31 - 1))
+    # refused: meta.json records another SHA-256 (a corrupted or replaced file)
+    folder = tmp_path / "claims"
+    shutil.copytree(models["claims"], folder)
+    meta = json.loads((folder / "meta.json").read_text())
+    meta["model_sha256"] = "0" * 64
+    (folder / "meta.json").write_text(json.dumps(meta))
     calls = []
     original = em.load_trusted
 
@@ -409,8 +427,7 @@ def test_seed_sequence_with_a_huge_pool_is_refused_before_construction(models, t
         gen["content"]["seed_seq"]["content"]["pool_size"] = literal(10**7)
 
     folder = craft(models["evqual"], tmp_path / "m", mutate)
-    with pytest.raises(ModelLoadError, match="pool_size must be 4"):
-        load_detector(folder)
+    assert_refused_in_subprocess(folder, "pool_size must be 4")  # the code before the fix hung here
 
 
 def test_seed_sequence_with_long_entropy_is_refused(models, tmp_path):
@@ -419,8 +436,7 @@ def test_seed_sequence_with_long_entropy_is_refused(models, tmp_path):
         gen["content"]["seed_seq"]["content"]["entropy"] = literal(2**100_00 - 1)
 
     folder = craft(models["evqual"], tmp_path / "m", mutate)
-    with pytest.raises(ModelLoadError, match="entropy must be null or an integer"):
-        load_detector(folder)
+    assert_refused_in_subprocess(folder, "entropy must be null or an integer")
 
 
 # ---------------------------------------------------------------------------------------------- attack: the zip and the schema

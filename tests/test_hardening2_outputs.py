@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evqual.cli import csv_safe, main
+from evqual.cli import main
 from evqual.scoring import Scorer, read_audit_log
 
 GOOD = {"query": "When did the bridge open?", "context": ["The bridge opened in 1932 after six years of work."],
@@ -74,6 +74,16 @@ def test_a_non_finite_risk_is_an_e110_record_not_nan_in_the_output_nor_a_run_sto
     assert records[1]["issues"][0]["code"] == "E110" and "not a finite number" in records[1]["error"]
     audit = read_audit_log(tmp_path / "audit.jsonl")
     assert [("error" in r) for r in audit] == [False, True, False]
+
+
+def test_characters_some_readers_take_for_line_breaks_are_escaped(tmp_path):
+    """U+0085, U+2028, U+2029 in a value were written raw: valid JSON, but str.splitlines (and JavaScript
+    before ES2019) cut the line there (found by the CLI fuzz test)."""
+    lines = [json.dumps({"id": f"a{c}b", **GOOD}, ensure_ascii=False) for c in ("\u0085", "\u2028", "\u2029")]
+    code, out = score_cli(tmp_path, lines)
+    assert code == 0
+    records = [strict_loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [r["id"] for r in records] == ["a\u0085b", "a\u2028b", "a\u2029b"]
 
 
 @settings(max_examples=40, deadline=None)
@@ -175,6 +185,8 @@ def test_explain_never_leaves_a_half_written_report(tmp_path, monkeypatch, capsy
 @pytest.mark.parametrize("value, expected", [("=1+1", "'=1+1"), ("+1", "'+1"), ("-2", "'-2"), ("@SUM(A1)", "'@SUM(A1)"),
                                              ("\tx", "'\tx"), ("\rx", "'\rx"), ("q1", "q1"), ("", "")])
 def test_csv_safe(value, expected):
+    from evqual.cli import csv_safe
+
     assert csv_safe(value) == expected
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 
 from ._audit import input_sha256
 from ..results import ScoreResult
@@ -54,6 +55,9 @@ class StreamAborted(OSError):
                          f"{n_written} output lines were written before it")
 
 
+_LINE_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
 def dumps_line(record: dict) -> str:
     """One line of strict JSON (RFC 8259); text that cannot be UTF-8 (unpaired surrogates) is written with
     \\u escapes.
@@ -63,6 +67,8 @@ def dumps_line(record: dict) -> str:
 
     >>> dumps_line({"risk": 0.5})
     '{"risk": 0.5}\\n'
+    >>> dumps_line({"id": "a\u2028b"})  # one line for every reader
+    '{"id": "a\\\\u2028b"}\\n'
     >>> dumps_line({"risk": float("nan")})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
@@ -73,6 +79,10 @@ def dumps_line(record: dict) -> str:
         text.encode("utf-8")
     except UnicodeEncodeError:
         text = json.dumps(record, ensure_ascii=True, allow_nan=False)
+    # characters that some readers take for line breaks (str.splitlines, JavaScript before ES2019) are
+    # escaped: in JSON text they can only stand inside strings, so the value is unchanged
+    if _LINE_BREAKS.search(text):
+        text = _LINE_BREAKS.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
     return text + "\n"
 
 
