@@ -774,7 +774,7 @@ def cmd_score(args) -> int:
     else:
         progress = Progress(count_lines(src), "evqual score", enabled=False if args.no_progress else None)
     n_ok = n_bad = 0
-    atomic_out = [False]
+    atomic_out = False  # --out written to a temporary file, renamed when whole
     input_error = None
     try:
         with contextlib.ExitStack() as stack:
@@ -792,7 +792,7 @@ def cmd_score(args) -> int:
                 try:
                     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
                     out = stack.enter_context(_open_output(args.out))  # renamed onto --out when whole
-                    atomic_out[0] = isinstance(out, AtomicFile)
+                    atomic_out = isinstance(out, AtomicFile)
                 except OSError as exc:
                     print(f"evqual score: error: cannot write {args.out}: {_why(exc)}", file=sys.stderr)
                     return EXIT_USAGE
@@ -818,7 +818,7 @@ def cmd_score(args) -> int:
             raise input_error
     except StreamAborted as exc:
         target = (args.out or "standard output") if exc.target == "output" else args.audit_log
-        kept = f" (none of them to {args.out}, which was left as it was)" if atomic_out[0] else ""
+        kept = f" (none of them to {args.out}, which was left as it was)" if atomic_out else ""
         print(f"evqual score: error: stopped: cannot write the {exc.target} {target} at input line {exc.line}: "
               f"{_why(exc.cause)}; {exc.n_written} lines were written before it{kept}", file=sys.stderr)
         return EXIT_IO

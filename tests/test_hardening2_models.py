@@ -30,6 +30,7 @@ import pytest
 
 from evqual.data import load_sample
 from evqual.models import Detector, ModelLoadError, load_detector, save_detector
+from test_model_security import _read, _zip
 
 REPO = Path(__file__).resolve().parents[1]
 _IDS = iter(range(5_000_000, 10**9))
@@ -37,17 +38,10 @@ _IDS = iter(range(5_000_000, 10**9))
 
 # ---------------------------------------------------------------------------------------------- crafting helpers
 def read_zip(path: Path):
-    with zipfile.ZipFile(path) as zf:
-        return json.loads(zf.read("schema.json")), {n: zf.read(n) for n in zf.namelist() if n != "schema.json"}
+    return _read(path.parent)  # the helpers of the first round's model tests
 
 
-def write_zip(schema, members) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        for name, blob in members.items():
-            zf.writestr(name, blob)
-        zf.writestr("schema.json", json.dumps(schema))
-    return buf.getvalue()
+write_zip = _zip
 
 
 def install(folder: Path, data: bytes, meta_key: str = "model_sha256") -> None:
