@@ -338,7 +338,8 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--audit-log", metavar="FILE", help="append one audit record per answer to this JSONL")
     sc.add_argument("--batch-size", type=int, default=16, metavar="N", help="answers featurized together (16)")
     sc.add_argument("--jobs", type=int, default=1, metavar="N",
-                    help="worker processes (1; 0: every core); the output is the same for every N")
+                    help="worker processes (1; 0: every core; at most the usable cores and the blocks of lines); "
+                         "the output is the same for every N")
     sc.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     sc.add_argument("--no-context", action="store_true",
                     help="leave each answer's context out of its result (smaller output; reports cannot show it)")
