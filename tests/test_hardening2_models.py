@@ -546,6 +546,31 @@ def test_memo_id_cannot_make_a_literal_load_as_another_object(models, tmp_path):
         load_detector(folder)
 
 
+def test_the_arrays_of_every_copy_of_a_shared_node_are_checked(models, tmp_path):
+    """skops writes a shared object once per place, each copy with its own .npy members, and builds whichever
+    copy it meets first; the audit walks one copy, so it must check the other copies' members as well."""
+    from evqual.models._audit import _member_names
+
+    def mutate(schema, members):
+        by_id: dict = {}
+        for node in nodes_where(schema, lambda n: "__id__" in n):
+            by_id.setdefault(node["__id__"], []).append(node)
+        for copies in by_id.values():
+            if len(copies) > 1:
+                own = [sorted(_member_names(c)) for c in copies]
+                extra = [f for f in own[0] if f not in own[-1]]  # the copy skops builds (first in the document)
+                extra = extra or [f for f in own[-1] if f not in own[0]]
+                if extra:
+                    blob = members[extra[0]]
+                    members[extra[0]] = blob[:-8]  # its header now promises 8 bytes more than it holds
+                    return
+        raise AssertionError("no shared node with arrays of its own")
+
+    folder = craft(models["semantic-eq-gb"], tmp_path / "m", mutate)  # its trees share one RandomState
+    with pytest.raises(ModelLoadError, match="does not match its size"):
+        load_detector(folder)
+
+
 def test_every_model_file_goes_through_the_one_audit(models, tmp_path, monkeypatch):
     """The detector and the claim model both pass evqual.models._audit.load_audited."""
     import evqual.models._audit as audit

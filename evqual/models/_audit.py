@@ -480,6 +480,7 @@ def _audit_schema(zf: zipfile.ZipFile, model_path: Path, root=_ROOT_TYPE, truste
     found: set = set()
     active: set = set()  # __id__ of the nodes on the current path (a repeat would make skops loop)
     by_id: dict = {}  # __id__ -> the first node with it
+    checked: set = set()  # .npy members whose header was checked
     root_keys = _ALLOWED_KEYS["ObjectNode"] | _ROOT_KEYS
     stack = [(schema, None, 1)]
     pop, push = stack.pop, stack.append
@@ -555,6 +556,7 @@ def _audit_schema(zf: zipfile.ZipFile, model_path: Path, root=_ROOT_TYPE, truste
                 if type(file) is not str or file not in members or not file.endswith(".npy"):
                     raise fail(link, f"zip member {_oneline(repr(file), 80)} is missing", "file")
                 referenced.add(file)
+                checked.add(file)
                 problem = _check_npy(zf, members[file], headers)
                 if problem:
                     raise fail(link, f"{_oneline(file, 80)}: {problem}", "file")
@@ -600,6 +602,15 @@ def _audit_schema(zf: zipfile.ZipFile, model_path: Path, root=_ROOT_TYPE, truste
             push((reduce["args"], (link, "__reduce__", "args"), d))
             push((content, (link, "content"), d))
         # TypeNode: no children
+    # the members of repeated copies of shared nodes (not walked: the walk may meet either copy first, and skops
+    # builds whichever it meets first), checked all the same
+    for file in sorted(referenced - checked):
+        if file not in members or not file.endswith(".npy"):
+            raise ModelLoadError(f"{model_path}: schema.json names the zip member {_oneline(repr(file), 80)}, "
+                                 f"which is missing; refusing to load")
+        problem = _check_npy(zf, members[file], headers)
+        if problem:
+            raise ModelLoadError(f"{model_path}: zip member {_oneline(file, 80)}: {problem}; refusing to load")
     unreferenced = sorted(set(members) - referenced - {"schema.json"})
     if unreferenced:
         raise ModelLoadError(f"{model_path}: zip member {_oneline(unreferenced[0], 80)!r} is not referenced by "
