@@ -112,6 +112,12 @@ def run_cli(*args, env=None, timeout=120):
     return proc.returncode, proc.stdout, proc.stderr
 
 
+def assert_refused(folder, match: str) -> None:
+    """``load_detector(folder)`` raises a :class:`ModelLoadError` whose message matches ``match``."""
+    with pytest.raises(ModelLoadError, match=match):
+        load_detector(folder)
+
+
 def assert_refused_in_subprocess(folder, match: str, timeout: float = 60.0) -> None:
     """``load_detector(folder)`` in a fresh process with a time limit: refused with ``match`` in the message (a
     regression that hangs or crashes fails this test instead of the test run)."""
@@ -294,9 +300,7 @@ def test_forest_tree_whose_classes_disagree_with_its_value_array_is_refused(mode
         arr = load_npy(members, values)
         store_npy(members, values, np.zeros((arr.shape[0], 1, 5)))
 
-    folder = craft(models["random-forest"], tmp_path / "m", mutate)
-    with pytest.raises(ModelLoadError, match=r"declares n_classes \[5\]"):
-        load_detector(folder)
+    assert_refused(craft(models["random-forest"], tmp_path / "m", mutate), r"declares n_classes \[5\]")
 
 
 def test_tree_declaring_a_wrong_depth_is_refused(models, tmp_path):
@@ -304,9 +308,7 @@ def test_tree_declaring_a_wrong_depth_is_refused(models, tmp_path):
         attrs = object_attrs(trees(schema)[0])
         attrs["max_depth"] = literal(2**31 - 1)
 
-    folder = craft(models["random-forest"], tmp_path / "m", mutate)
-    with pytest.raises(ModelLoadError, match="declares depth 2147483647"):
-        load_detector(folder)
+    assert_refused(craft(models["random-forest"], tmp_path / "m", mutate), "declares depth 2147483647")
 
 
 def test_boosting_predictor_with_an_unreferenced_deep_leaf_is_refused(models, tmp_path):
@@ -319,9 +321,7 @@ def test_boosting_predictor_with_an_unreferenced_deep_leaf_is_refused(models, tm
         extra["depth"] = 2**32 - 1
         store_npy(members, node, np.concatenate([arr, extra]))
 
-    folder = craft(models["evqual"], tmp_path / "m", mutate)
-    with pytest.raises(ModelLoadError, match="do not form one tree"):
-        load_detector(folder)
+    assert_refused(craft(models["evqual"], tmp_path / "m", mutate), "do not form one tree")
 
 
 def test_boosting_predictor_node_depths_must_be_the_real_ones(models, tmp_path):
@@ -331,9 +331,7 @@ def test_boosting_predictor_node_depths_must_be_the_real_ones(models, tmp_path):
         arr["depth"][arr["is_leaf"] == 1] = 400
         store_npy(members, node, arr)
 
-    folder = craft(models["evqual"], tmp_path / "m", mutate)
-    with pytest.raises(ModelLoadError, match="node depths do not follow the tree"):
-        load_detector(folder)
+    assert_refused(craft(models["evqual"], tmp_path / "m", mutate), "node depths do not follow the tree")
 
 
 def test_nan_split_threshold_is_refused(models, tmp_path):
@@ -343,9 +341,7 @@ def test_nan_split_threshold_is_refused(models, tmp_path):
         arr["threshold"][arr["left_child"] > 0] = np.nan
         store_npy(members, node, arr)
 
-    folder = craft(models["random-forest"], tmp_path / "m", mutate)
-    with pytest.raises(ModelLoadError, match="not finite"):
-        load_detector(folder)
+    assert_refused(craft(models["random-forest"], tmp_path / "m", mutate), "not finite")
 
 
 def test_nan_baseline_of_the_sentence_model_is_refused(models, tmp_path):
@@ -356,9 +352,7 @@ def test_nan_baseline_of_the_sentence_model_is_refused(models, tmp_path):
         node = object_attrs(hgb)["_baseline_prediction"]
         store_npy(members, node, np.full(load_npy(members, node).shape, np.nan))
 
-    folder = craft(models["evqual"], tmp_path / "m", mutate)
-    with pytest.raises(ModelLoadError, match="not finite"):
-        load_detector(folder)
+    assert_refused(craft(models["evqual"], tmp_path / "m", mutate), "not finite")
 
 
 def test_negative_column_index_is_refused(models, tmp_path):
@@ -373,9 +367,7 @@ def test_negative_column_index_is_refused(models, tmp_path):
         else:
             cols["content"][0] = literal(-1)
 
-    folder = craft(models["evqual"], tmp_path / "m", mutate)
-    with pytest.raises(ModelLoadError, match=r"columns_: must be distinct positions"):
-        load_detector(folder)
+    assert_refused(craft(models["evqual"], tmp_path / "m", mutate), r"columns_: must be distinct positions")
 
 
 def test_extra_attribute_on_the_detector_is_refused(models, tmp_path):
@@ -385,9 +377,7 @@ def test_extra_attribute_on_the_detector_is_refused(models, tmp_path):
         attrs["key_types"]["content"].append({"__class__": "str", "__module__": "builtins",
                                               "__loader__": "TypeNode", "__id__": next(_IDS)})
 
-    folder = craft(models["evidence-lr"], tmp_path / "m", mutate)
-    with pytest.raises(ModelLoadError, match="'surprise_' is not one a Detector has"):
-        load_detector(folder)
+    assert_refused(craft(models["evidence-lr"], tmp_path / "m", mutate), "'surprise_' is not one a Detector has")
 
 
 def test_swapped_token_pattern_is_refused(models, tmp_path):
@@ -396,9 +386,7 @@ def test_swapped_token_pattern_is_refused(models, tmp_path):
         vec = nodes_where(schema, lambda n: n.get("__class__") == "CompactTfidfVectorizer")[0]
         object_attrs(vec)["token_pattern"] = literal("(a+)+$")
 
-    folder = craft(models["tfidf-lr"], tmp_path / "m", mutate)
-    with pytest.raises(ModelLoadError, match="token_pattern"):
-        load_detector(folder)
+    assert_refused(craft(models["tfidf-lr"], tmp_path / "m", mutate), "token_pattern")
 
 
 def test_vocabulary_index_past_the_idf_vector_is_refused(models, tmp_path):
@@ -409,9 +397,7 @@ def test_vocabulary_index_past_the_idf_vector_is_refused(models, tmp_path):
         idf = object_attrs(tfidf)["idf_"]
         store_npy(members, idf, load_npy(members, idf)[:3].copy())
 
-    folder = craft(models["tfidf-lr"], tmp_path / "m", mutate)
-    with pytest.raises(ModelLoadError, match="one value per vocabulary term"):
-        load_detector(folder)
+    assert_refused(craft(models["tfidf-lr"], tmp_path / "m", mutate), "one value per vocabulary term")
 
 
 # ---------------------------------------------------------------------------------------------- attack: unbounded work at load
@@ -547,9 +533,7 @@ def test_memo_id_cannot_make_a_literal_load_as_another_object(models, tmp_path):
         # a position before the sentence model in document order, so that skops meets the literal second
         sentence["response_model_"] = lit
 
-    folder = craft(models["evqual"], tmp_path / "m", mutate)
-    with pytest.raises(ModelLoadError, match="shares its __id__"):
-        load_detector(folder)
+    assert_refused(craft(models["evqual"], tmp_path / "m", mutate), "shares its __id__")
 
 
 def test_the_arrays_of_every_copy_of_a_shared_node_are_checked(models, tmp_path):
