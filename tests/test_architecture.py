@@ -33,6 +33,7 @@ LAYERS = [
     {"errors", "results", "_version", "_markdown", "_progress", "_files"},
     {"text"},
     {"data"},
+    {"evidence"},
     {"features"},
     {"models"},
     {"explain"},

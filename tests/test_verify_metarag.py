@@ -501,9 +501,10 @@ def test_the_lexicon_ships_with_the_package():
 
     root = Path(__file__).resolve().parents[1]
     data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
-    patterns = data["tool"]["setuptools"]["package-data"]["evqual.verify"]
-    shipped = [p for pat in patterns for p in (root / "evqual" / "verify").glob(pat)]
-    assert (root / "evqual" / "verify" / "lexicons" / "synonyms.tsv") in shipped
+    patterns = data["tool"]["setuptools"]["package-data"]["evqual.evidence"]
+    shipped = [p for pat in patterns for p in (root / "evqual" / "evidence").glob(pat)]
+    assert (root / "evqual" / "evidence" / "synonyms.tsv") in shipped
+    assert (root / "evqual" / "evidence" / "logic.tsv") in shipped
 
 
 @pytest.mark.parametrize("line, match", [

@@ -24,7 +24,7 @@ set                kind       the edit
 ``quantifier``     antonym    a quantifier or modal of another scope
                               (:data:`evqual.text.QUANTIFIER_SWAPS`: "some" -> "all", "may" -> "must")
 ``lexicon``        synonym    a word or phrase swapped for a synonym from the shipped, hand-written
-                              lexicon ``lexicons/synonyms.tsv`` (:func:`load_synonyms`)
+                              lexicon ``evqual/evidence/synonyms.tsv`` (:func:`load_synonyms`)
 ``number_format``  synonym    one number written another way: "3" <-> "three", "1,200" <-> "1200",
                               "50%" <-> "50 percent", "September" -> "Sept."
 ``paraphrase``     synonym    a harmless rewording: a fronted phrase moved to the end and back ("In
@@ -440,7 +440,8 @@ _LEXICON_FILE = "synonyms.tsv"
 def load_synonyms(path=None) -> dict:
     """The synonym lexicon: each term mapped to the terms it can be swapped with, in file order.
 
-    The file (default: the shipped, hand-written ``evqual/verify/lexicons/synonyms.tsv``) has one
+    The file (default: the shipped, hand-written ``evqual/evidence/synonyms.tsv``, which the evidence
+    engine reads too) has one
     group of interchangeable lower-case terms per line, separated by tabs; a term may be a phrase
     ("set up"); ``#`` starts a comment line.  A term in several groups gets the union.
 
@@ -464,8 +465,8 @@ def load_synonyms(path=None) -> dict:
     (True, True)
     """
     if path is None:
-        text = resources.files("evqual.verify").joinpath("lexicons", _LEXICON_FILE).read_text(encoding="utf-8")
-        name = f"evqual/verify/lexicons/{_LEXICON_FILE}"
+        text = resources.files("evqual.evidence").joinpath(_LEXICON_FILE).read_text(encoding="utf-8")
+        name = f"evqual/evidence/{_LEXICON_FILE}"
         return dict(_parse_synonyms(text, name))
     p = Path(path)
     return dict(_parse_synonyms(p.read_text(encoding="utf-8"), str(p)))

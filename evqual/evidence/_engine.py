@@ -1,0 +1,679 @@
+"""The evidence engine: align each claim of an answer to its evidence and read the whole difference.
+
+For every *claim* (a clause of the answer, :func:`split_claims`) the engine
+
+1. **aligns** it to the context sentence that shares the most of its content
+   (words, names and values weighted by inverse sentence frequency, BM25's
+   idf), then to a second sentence covering what the first lacks, and records
+   how strong the alignment is, whether other sentences compete for it and
+   whether the claim's subject is in its evidence;
+2. **diffs** it against that evidence in both directions: every item of the
+   claim (:mod:`evqual.evidence._reading`) is *aligned* (in the evidence),
+   *second* (in the second sentence), *elsewhere* (in another sentence of the
+   context: borrowed), *query* or *novel*; a value the evidence states
+   differently is a *conflict* (numbers with units, dates, durations and
+   rates normalised, and a value the evidence's numbers give by arithmetic is
+   supported); a name where the evidence has another is a *swap*; for each
+   logic class of ``logic.tsv`` the senses the claim *adds*, the senses the
+   evidence has and the claim *drops*, and both at once (a *conflict*: "after"
+   against "before", "daily" against "weekly", "confirmed" against "may");
+   borrowed words found only in negated sentences; negative prefixes
+   (un-, in-, dis-, non-); names and values in the other order;
+3. returns one numeric row per claim (:data:`CLAIM_FEATURES`) and the
+   differences behind it (:class:`Difference`), which explanations quote.
+
+What a difference *means* is not written here: a claim model learns it
+(:class:`evqual.evidence.ClaimModel`).
+
+>>> eng = EvidenceEngine()
+>>> r = eng.read("Lake Orva lies just outside the park.",
+...              ["Lake Orva lies entirely within the park.", "Lake Aska sits just outside the park."])
+>>> [(d.cls, d.kind, d.claim_text, d.evidence_text) for d in r.claims[0].differences]
+[('quantity', 'conflict', 'just', 'entirely'), ('direction', 'conflict', 'outside', 'within')]
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import OrderedDict
+from functools import lru_cache
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..text import split_sentences
+from ._lexicon import LOGIC_CLASSES, logic_lexicon
+from ._reading import NEGATIVE_PREFIXES, SpanReading, read_span
+from ._values import value_kind
+
+__all__ = ["EvidenceEngine", "Reading", "ClaimEvidence", "Difference", "CLAIM_FEATURES", "split_claims"]
+
+_SPLIT_RE = re.compile(
+    r";\s+|\s+[\u2013\u2014-]\s+(?=(?:and|but|while|whereas|although|though|yet)\b)"
+    r"|,\s+(?=(?:and|but|or|while|whereas|although|though|yet|so|which|who)\s)"
+    r"|\s+(?=(?:but|whereas)\s)", re.IGNORECASE)
+_MIN_CLAIM = 12
+
+
+def split_claims(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """Claim units of ``text[start:end]``: its sentences, cut at semicolons and at a comma or dash before a
+    conjunction (pieces under 12 characters stay with their neighbour).
+
+    >>> s = "The plant opened in 1932, but it closed in 1990; staff moved to Leeds. It reopened."
+    >>> [s[a:b] for a, b in split_claims(s)]
+    ['The plant opened in 1932', 'but it closed in 1990', 'staff moved to Leeds.', 'It reopened.']
+    """
+    end = len(text) if end is None else end
+    out = []
+    for s, e in split_sentences(text[start:end]):
+        s, e = s + start, e + start
+        cur = s
+        for m in _SPLIT_RE.finditer(text, s, e):
+            if m.start() - cur >= _MIN_CLAIM and e - m.end() >= _MIN_CLAIM:
+                out.append((cur, m.start()))
+                cur = m.end()
+        out.append((cur, e))
+    return [(a, b) for a, b in out if any(c.isalnum() for c in text[a:b])]
+
+
+# ------------------------------------------------------------------------------------------------ features
+
+_STATUSES = ("aligned", "second", "elsewhere", "query", "novel")
+_KINDS = (("w", "word"), ("n", "name"), ("v", "value"))
+
+
+def _feature_table():
+    rows = [
+        ("align.recall", "idf-weighted share of the claim's words, names and values in its evidence sentence"),
+        ("align.recall2", "the same over the evidence sentence and the second sentence"),
+        ("align.recall_context", "the same over the whole context and the query"),
+        ("align.margin", "best sentence score minus the runner-up's, over the claim's total weight"),
+        ("align.competitors", "other sentences scoring at least 80% of the best"),
+        ("align.subject", "1 if the claim's first word, name or value is in its evidence sentence"),
+        ("align.second_used", "1 if a second sentence covers something the first lacks"),
+        ("align.evidence_items", "items in the evidence sentence (log1p)"),
+        ("claim.items", "words, names and values of the claim (log1p)"),
+        ("claim.negated", "1 if the claim holds a negator"),
+    ]
+    for k, kname in _KINDS:
+        for s in _STATUSES:
+            rows.append((f"{kname}.{s}", f"{kname}s of the claim found: {s} (count)"))
+        rows.append((f"{kname}.unsupported_share", f"share of the claim's {kname}s neither aligned, second nor "
+                                                   "in the query"))
+    rows += [
+        ("word.novel_run", "longest run of consecutive novel words"),
+        ("word.borrowed_negated", "words found only in negated sentences of the context (claim not negated)"),
+        ("word.swap_borrowed", "words from another sentence standing where the aligned evidence has other words"),
+        ("word.swap_novel", "novel words standing where the aligned evidence has other words"),
+        ("name.swap", "names of the claim where the aligned evidence has another name (same place in the word "
+                      "alignment)"),
+        ("name.swap_far", "names of the claim not in its evidence while the evidence has, elsewhere, a name the "
+                          "claim lacks"),
+        ("value.conflict", "values of the claim where the aligned evidence has another value of the same kind"),
+        ("value.conflict_far", "values of the claim not in its evidence while the evidence has, elsewhere, a value "
+                               "of the same kind the claim lacks"),
+        ("value.derived", "values the evidence's numbers give by arithmetic (sum, difference, ratio, change)"),
+        ("order.reversed", "pairs of names and values in the other order than in the evidence"),
+        ("order.discordant", "pairs of shared words, names and values in the other order than in the evidence"),
+        ("order.tau", "rank correlation of shared items' order, claim against evidence (0 if under 3 shared)"),
+        ("polarity.prefix", "a word against its negative-prefix form (available / unavailable)"),
+        ("opposite.conflict", "words whose opposite (evqual.text.ANTONYM_PAIRS) is in the evidence sentence and "
+                              "which themselves are not"),
+    ]
+    for c in LOGIC_CLASSES:
+        for what, desc in (("adds", "senses the claim has and neither its evidence sentence nor the query has"),
+                           ("adds_second", "of those, senses the second sentence has (borrowed)"),
+                           ("drops", "senses the evidence sentence has between the words the claim shares "
+                                     "with it, and the claim lacks"),
+                           ("conflict", "1 if, at one place of the word alignment, the claim has a sense and the "
+                                        "evidence another"),
+                           ("conflict_far", "1 if the claim adds a sense and drops another, not at one place")):
+            rows.append((f"logic.{c}.{what}", f"{c}: {desc}"))
+    return tuple((f"{n}.v1", d) for n, d in rows)
+
+
+CLAIM_FEATURE_TABLE = _feature_table()
+CLAIM_FEATURES = tuple(n for n, _ in CLAIM_FEATURE_TABLE)
+"""Names of the claim features, in column order (see :data:`CLAIM_FEATURE_TABLE` for definitions)."""
+_COL = {n: i for i, n in enumerate(CLAIM_FEATURES)}
+
+
+# ------------------------------------------------------------------------------------------------ results
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One difference between a claim and its evidence.
+
+    Attributes
+    ----------
+    cls : str
+        ``"word"``, ``"name"``, ``"value"``, ``"order"``, ``"polarity"`` or a
+        logic class (``"modality"``, ``"time"`` ...).
+    kind : str
+        ``"adds"``, ``"drops"``, ``"conflict"``, ``"borrowed"``, ``"novel"``,
+        ``"swap"``, ``"reversed"``, ``"prefix"`` or ``"borrowed_negated"``.
+    claim : tuple or None
+        ``(start, end)`` of the claim's words in the answer.
+    claim_text : str
+    evidence : tuple or None
+        ``(chunk index, start, end)`` of the evidence words, offsets into the chunk's text.
+    evidence_text : str
+    sense : str
+        The logic sense(s) involved, ``"claim/evidence"`` (empty for words, names, values).
+    """
+
+    cls: str
+    kind: str
+    claim: tuple | None
+    claim_text: str
+    evidence: tuple | None
+    evidence_text: str
+    sense: str = ""
+
+
+@dataclass
+class ClaimEvidence:
+    """A claim, where its evidence is, its feature row and its differences."""
+
+    start: int
+    end: int
+    text: str
+    unit: tuple | None  # (chunk index, start, end) of the evidence sentence, offsets into the chunk
+    strength: float  # align.recall
+    features: np.ndarray
+    differences: list = field(default_factory=list)
+
+
+@dataclass
+class Reading:
+    """What the engine read in one answer: its claims in order."""
+
+    claims: list
+
+    @property
+    def matrix(self) -> np.ndarray:
+        """Feature rows of the claims, shape ``(n_claims, len(CLAIM_FEATURES))``."""
+        if not self.claims:
+            return np.zeros((0, len(CLAIM_FEATURES)))
+        return np.vstack([c.features for c in self.claims])
+
+
+# ------------------------------------------------------------------------------------------------ index
+
+
+def _aliases(key: str) -> tuple:
+    """A name also matches the same word written lower case, and the other way round."""
+    if key.startswith("n:"):
+        from ._lexicon import stem
+
+        return (key, "w:" + stem(key[2:]))
+    if key.startswith("w:"):
+        return (key, "n:" + key[2:])
+    return (key,)
+
+
+class _Index:
+    """Evidence sentences of one context with their items, postings and idf."""
+
+    def __init__(self, chunks, query: str):
+        units, readings = [], []
+        for ci, text in enumerate(chunks):
+            for s, e in split_sentences(text) or ([(0, len(text))] if text.strip() else []):
+                units.append((ci, s, e))
+                readings.append(read_span(text, s, e))
+        self.chunks = list(chunks)
+        self.units = units
+        self.readings = readings
+        self.unit_keys = []
+        postings: dict = {}
+        for u, r in enumerate(readings):
+            keys = set()
+            for k in r.keys:
+                keys.update(_aliases(k))
+            self.unit_keys.append(keys)
+            for k in keys:
+                postings.setdefault(k, []).append(u)
+        self.postings = postings
+        n = max(1, len(units))
+        self.idf = {k: math.log(1.0 + (n - len(v) + 0.5) / (len(v) + 0.5)) for k, v in postings.items()}
+        self.default_idf = math.log(1.0 + (n + 0.5) / 0.5)
+        self.negated = np.array([r.negated for r in readings], dtype=bool)
+        self.all_keys = set(postings)
+        q = read_span(query or "")
+        self.query_keys = set()
+        for k in q.keys:
+            self.query_keys.update(_aliases(k))
+        self.numbers = [self._numbers(r) for r in readings]
+
+    @staticmethod
+    def _numbers(r: SpanReading):
+        out = []
+        for k in r.keys:
+            if k.startswith("v:num:"):
+                _, _, unit, val = k.split(":", 3)
+                try:
+                    out.append((unit, float(val)))
+                except ValueError:
+                    pass
+        return out
+
+
+# ------------------------------------------------------------------------------------------------ engine
+
+
+class EvidenceEngine:
+    """Reads answers against their evidence (see the module docstring).
+
+    Parameters
+    ----------
+    cache_size : int, default=256
+        Contexts whose sentence index is kept (answers to one source share it).
+
+    Examples
+    --------
+    >>> eng = EvidenceEngine()
+    >>> r = eng.read("Buses run every ten minutes on Sundays.", ["On Sundays buses run every 30 minutes."])
+    >>> [(d.cls, d.kind, d.claim_text, d.evidence_text) for d in r.claims[0].differences]
+    [('value', 'conflict', 'every ten minutes', 'every 30 minutes')]
+    """
+
+    def __init__(self, *, cache_size: int = 256):
+        self.cache_size = cache_size
+        self._cache: OrderedDict = OrderedDict()
+
+    def index(self, chunks, query: str = "") -> _Index:
+        key = (tuple(chunks), query or "")
+        idx = self._cache.get(key)
+        if idx is None:
+            idx = _Index(chunks, query)
+            self._cache[key] = idx
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(key)
+        return idx
+
+    def read(self, output: str, chunks, query: str = "", claims=None) -> Reading:
+        """Read ``output`` against ``chunks`` (list of evidence texts).
+
+        ``claims``: ``(start, end)`` spans of the output; default :func:`split_claims`.
+        """
+        if isinstance(chunks, str):
+            chunks = [chunks]
+        idx = self.index(list(chunks), query or "")
+        spans = split_claims(output) if claims is None else list(claims)
+        return Reading([self._claim(output, s, e, idx) for s, e in spans])
+
+    # -------------------------------------------------------------- one claim
+    def _claim(self, output: str, start: int, end: int, idx: _Index) -> ClaimEvidence:
+        r = read_span(output, start, end)
+        f = np.zeros(len(CLAIM_FEATURES))
+        diffs: list[Difference] = []
+        keys = r.keys
+        # distinct non-logic items, first occurrence
+        first: dict = {}
+        for i, k in enumerate(keys):
+            if k[0] in "wnv" and k not in first:
+                first[k] = i
+        items = list(first)
+        weights = np.array([idx.idf.get(k, idx.default_idf) for k in items]) if items else np.zeros(0)
+        total = float(weights.sum()) or 1.0
+        n_units = len(idx.units)
+        scores = np.zeros(n_units)
+        present = []  # per item: list of units holding it (aliases included)
+        for k, w in zip(items, weights):
+            us = set()
+            for a in _aliases(k):
+                us.update(idx.postings.get(a, ()))
+            present.append(us)
+            for u in us:
+                scores[u] += w
+        best = int(np.argmax(scores)) if n_units and scores.max() > 0 else -1
+        e1 = idx.unit_keys[best] if best >= 0 else set()
+        # second sentence: most of what the first lacks
+        second = -1
+        if best >= 0:
+            s2 = np.zeros(n_units)
+            for k, w, us in zip(items, weights, present):
+                if best not in us:
+                    for u in us:
+                        s2[u] += w
+            if s2.max() > 0:
+                second = int(np.argmax(s2))
+        e2 = idx.unit_keys[second] if second >= 0 else set()
+        f[_COL["align.recall.v1"]] = scores[best] / total if best >= 0 else 0.0
+        cov2 = sum(w for w, us in zip(weights, present) if best in us or second in us)
+        f[_COL["align.recall2.v1"]] = cov2 / total if items else 0.0
+        covc = sum(w for k, w, us in zip(items, weights, present) if us or k in idx.query_keys)
+        f[_COL["align.recall_context.v1"]] = covc / total if items else 0.0
+        if n_units > 1 and best >= 0:
+            top = np.partition(scores, -2)[-2:]
+            f[_COL["align.margin.v1"]] = (scores[best] - min(top)) / total
+            f[_COL["align.competitors.v1"]] = float((scores >= 0.8 * scores[best]).sum() - 1)
+        f[_COL["align.subject.v1"]] = 1.0 if items and best >= 0 and best in present[0] else 0.0
+        f[_COL["align.second_used.v1"]] = 1.0 if second >= 0 else 0.0
+        f[_COL["align.evidence_items.v1"]] = math.log1p(len(idx.readings[best].keys)) if best >= 0 else 0.0
+        f[_COL["claim.items.v1"]] = math.log1p(len(items))
+        f[_COL["claim.negated.v1"]] = 1.0 if r.negated else 0.0
+
+        ev_reading = idx.readings[best] if best >= 0 else None
+        unit = idx.units[best] if best >= 0 else None
+
+        def ev_span(key_pred, reading=ev_reading, u=unit):
+            """(chunk, start, end) and text of the evidence items matching ``key_pred``."""
+            if reading is None:
+                return None, ""
+            sp = [s for k, s in zip(reading.keys, reading.spans) if key_pred(k)]
+            if not sp:
+                return None, ""
+            text = idx.chunks[u[0]]
+            return (u[0], sp[0][0], sp[0][1]), " / ".join(dict.fromkeys(text[a:b] for a, b in sp[:4]))
+
+        def claim_span(k_index):
+            a, b = r.spans[k_index]
+            return (a, b), output[a:b]
+
+        # ---- statuses of words, names, values
+        status_of = {}
+        ev_numbers = (idx.numbers[best] if best >= 0 else []) + (idx.numbers[second] if second >= 0 else [])
+        for k, us in zip(items, present):
+            if best in us:
+                st = "aligned"
+            elif second in us:
+                st = "second"
+            elif us:
+                st = "elsewhere"
+            elif any(a in idx.query_keys for a in _aliases(k)):
+                st = "query"
+            else:
+                st = "novel"
+            if st == "novel" and k.startswith("v:num:") and _derived(k, ev_numbers):
+                st = "aligned"
+                f[_COL["value.derived.v1"]] += 1
+            status_of[k] = st
+        for code, kname in _KINDS:
+            ks = [k for k in items if k[0] == code]
+            for st in _STATUSES:
+                f[_COL[f"{kname}.{st}.v1"]] = sum(1 for k in ks if status_of[k] == st)
+            if ks:
+                f[_COL[f"{kname}.unsupported_share.v1"]] = sum(
+                    1 for k in ks if status_of[k] in ("elsewhere", "novel")) / len(ks)
+        # longest run of novel words
+        run = best_run = 0
+        for k in keys:
+            if k[0] == "w":
+                run = run + 1 if status_of.get(k) == "novel" else 0
+                best_run = max(best_run, run)
+        f[_COL["word.novel_run.v1"]] = best_run
+        # borrowed from negated sentences only
+        if not r.negated:
+            nb = 0
+            for k, us in zip(items, present):
+                if status_of[k] in ("second", "elsewhere") and us and all(idx.negated[u] for u in us):
+                    nb += 1
+                    i = first[k]
+                    diffs.append(Difference("word", "borrowed_negated", *claim_span(i), None, ""))
+            f[_COL["word.borrowed_negated.v1"]] = nb
+        # the word alignment of the claim with its evidence sentence
+        ev_keys = ev_reading.keys if ev_reading else ()
+        blocks, lo, hi = _blocks(keys, ev_keys)
+        claim_alias = set()
+        for k in items:
+            claim_alias.update(_aliases(k))
+        block_of = {}  # claim item index -> evidence index range of its block
+        for i1, i2, j1, j2 in blocks:
+            for i in range(i1, i2):
+                block_of[i] = (j1, j2)
+        # words standing in for other words of the evidence (a replaced stretch of the alignment)
+        for i1, i2, j1, j2 in blocks:
+            if not any(ev_keys[j][0] in "wn" and ev_keys[j] not in claim_alias for j in range(j1, j2)):
+                continue
+            for i in range(i1, i2):
+                k = keys[i]
+                if k[0] == "w" and first.get(k) == i:
+                    st = status_of[k]
+                    if st in ("second", "elsewhere"):
+                        f[_COL["word.swap_borrowed.v1"]] += 1
+                    elif st == "novel":
+                        f[_COL["word.swap_novel.v1"]] += 1
+        # names: swap, borrowed, novel; values: conflict, borrowed, novel
+        for k in items:
+            st = status_of[k]
+            if st in ("aligned", "query"):
+                continue
+            i = first[k]
+            j1, j2 = block_of.get(i, (0, 0))
+            if k[0] == "n":
+                local = [ev_keys[j] for j in range(j1, j2) if ev_keys[j][0] == "n" and ev_keys[j] not in claim_alias]
+                far = [kk for kk in ev_keys if kk[0] == "n" and kk not in claim_alias]
+                if local or far:
+                    f[_COL["name.swap.v1" if local else "name.swap_far.v1"]] += 1
+                    ev, et = ev_span(lambda kk, x=(local or far): kk in x)
+                    diffs.append(Difference("name", "swap", *claim_span(i), ev, et))
+                elif st in ("second", "elsewhere"):
+                    diffs.append(Difference("name", "borrowed", *claim_span(i), None, ""))
+                elif st == "novel":
+                    diffs.append(Difference("name", "novel", *claim_span(i), None, ""))
+            elif k[0] == "v":
+                kind = value_kind(k[2:])
+
+                def same(kk, kind=kind):
+                    return kk[0] == "v" and value_kind(kk[2:]) == kind and kk not in claim_alias
+
+                local = [ev_keys[j] for j in range(j1, j2) if same(ev_keys[j])]
+                far = [kk for kk in ev_keys if same(kk)]
+                if local or far:
+                    f[_COL["value.conflict.v1" if local else "value.conflict_far.v1"]] += 1
+                    ev, et = ev_span(lambda kk, x=(local or far): kk in x)
+                    diffs.append(Difference("value", "conflict", *claim_span(i), ev, et))
+                else:
+                    diffs.append(Difference("value", "borrowed" if st in ("second", "elsewhere") else "novel",
+                                            *claim_span(i), None, ""))
+        # novel words as one difference per run, borrowed words one each (capped)
+        _word_diffs(keys, r.spans, output, status_of, diffs)
+        # negative prefixes
+        ev_words = {k for k in e1 if k.startswith("w:")}
+        for i, k in enumerate(keys):
+            if k[0] != "w" or status_of.get(k) == "aligned":
+                continue
+            w = k[2:]
+            for p in NEGATIVE_PREFIXES:
+                if (w.startswith(p) and "w:" + w[len(p):] in ev_words) or ("w:" + p + w) in ev_words:
+                    f[_COL["polarity.prefix.v1"]] += 1
+                    ev, et = ev_span(lambda kk, w=w, p=p: kk in ("w:" + w[len(p):], "w:" + p + w))
+                    diffs.append(Difference("polarity", "prefix", *claim_span(i), ev, et))
+                    break
+        # opposites
+        opp = _opposite_stems()
+        for i, k in enumerate(keys):
+            if k[0] != "w" or status_of.get(k) == "aligned":
+                continue
+            hits = [o for o in opp.get(k[2:], ()) if "w:" + o in ev_words and "w:" + o not in claim_alias]
+            if hits:
+                f[_COL["opposite.conflict.v1"]] += 1
+                ev, et = ev_span(lambda kk, h=hits: kk[2:] in h and kk[0] == "w")
+                diffs.append(Difference("opposite", "conflict", *claim_span(i), ev, et))
+        # order of shared names and values, and of all shared items
+        if ev_reading is not None:
+            ev_pos = {}
+            for j, k in enumerate(ev_reading.keys):
+                for a in _aliases(k):
+                    ev_pos.setdefault(a, j)
+            shared = [(first[k], ev_pos[k]) for k in items if k in ev_pos]
+            nv = [(a, b) for (a, b), k in zip(shared, [k for k in items if k in ev_pos]) if k[0] in "nv"]
+            rev = sum(1 for x in range(len(nv)) for y in range(x + 1, len(nv))
+                      if (nv[x][0] - nv[y][0]) * (nv[x][1] - nv[y][1]) < 0)
+            f[_COL["order.reversed.v1"]] = rev
+            if rev:
+                diffs.append(Difference("order", "reversed", (start, end), output[start:end],
+                                        (unit[0], unit[1], unit[2]), idx.chunks[unit[0]][unit[1]:unit[2]]))
+            conc = disc = 0
+            for x in range(len(shared)):
+                for y in range(x + 1, len(shared)):
+                    d = (shared[x][0] - shared[y][0]) * (shared[x][1] - shared[y][1])
+                    conc += d > 0
+                    disc += d < 0
+            f[_COL["order.discordant.v1"]] = disc
+            if len(shared) >= 3:
+                f[_COL["order.tau.v1"]] = (conc - disc) / max(1, conc + disc)
+        # logic classes: adds, inner drops, conflicts at one place of the alignment
+        ev2_logic = _senses(idx.readings[second]) if second >= 0 else {}
+        cl_logic: dict = {}
+        cl_pos: dict = {}
+        for i, k in enumerate(keys):
+            if k[0] == "L":
+                _, c, s_ = k.split(":", 2)
+                cl_logic.setdefault(c, set()).add(s_)
+                cl_pos.setdefault((c, s_), i)
+        ev_logic: dict = {}
+        inner: dict = {}
+        ev_pos: dict = {}
+        for j, k in enumerate(ev_keys):
+            if k[0] == "L":
+                _, c, s_ = k.split(":", 2)
+                ev_logic.setdefault(c, set()).add(s_)
+                ev_pos.setdefault((c, s_), j)
+                if lo <= j < hi:
+                    inner.setdefault(c, set()).add(s_)
+        lex = logic_lexicon()
+        local: dict = {}
+        for i1, i2, j1, j2 in blocks:
+            cset = {tuple(keys[i].split(":", 2)[1:]) for i in range(i1, i2) if keys[i][0] == "L"}
+            eset = {tuple(ev_keys[j].split(":", 2)[1:]) for j in range(j1, j2) if ev_keys[j][0] == "L"}
+            for c, a in cset:
+                for c2, b in eset:
+                    if c2 == c and lex.exclusive(c, a, b):
+                        local.setdefault(c, []).append((a, b))
+        for c in LOGIC_CLASSES:
+            cs, es, es2 = cl_logic.get(c, set()), ev_logic.get(c, set()), ev2_logic.get(c, set())
+            # a sense the query asks about ("Does it have to ...?") is not added by the answer
+            adds = cs - es - {x for x in cs if f"L:{c}:{x}" in idx.query_keys}
+            drops = inner.get(c, set()) - cs
+            pairs = [(a, b) for a, b in local.get(c, ()) if a in adds and b not in cs]
+            f[_COL[f"logic.{c}.adds.v1"]] = len(adds)
+            f[_COL[f"logic.{c}.adds_second.v1"]] = len(adds & es2)
+            f[_COL[f"logic.{c}.drops.v1"]] = len(drops)
+            far = not pairs and any(lex.exclusive(c, a, b) for a in adds for b in drops)
+            if pairs:
+                f[_COL[f"logic.{c}.conflict.v1"]] = 1.0
+            elif far:
+                f[_COL[f"logic.{c}.conflict_far.v1"]] = 1.0
+            if adds or drops:
+                kind = "conflict" if (pairs or far) else ("adds" if adds else "drops")
+                a_set = {a for a, _ in pairs} or adds
+                d_set = {b for _, b in pairs} or drops
+                if a_set:
+                    cspan, ctext = claim_span(min(cl_pos[(c, x)] for x in a_set))
+                else:
+                    cspan, ctext = None, ""
+                ev, et = ev_span(lambda kk, c=c, d=d_set: any(kk == f"L:{c}:{x}" for x in d)) if d_set else (None, "")
+                diffs.append(Difference(c, kind, cspan, ctext, ev, et,
+                                        "/".join([",".join(sorted(a_set)), ",".join(sorted(d_set))])))
+        strength = float(f[_COL["align.recall.v1"]])
+        return ClaimEvidence(start, end, output[start:end], unit, strength, f, diffs)
+
+
+def _canon(key: str) -> str:
+    if key.startswith("n:"):
+        from ._lexicon import stem
+
+        return "w:" + stem(key[2:])
+    return key
+
+
+def _blocks(claim_keys, ev_keys):
+    """The non-equal blocks ``(i1, i2, j1, j2)`` of the alignment of the claim's items with the evidence's
+    (difflib's longest matching blocks, names and words compared alike), and the evidence index range
+    ``[lo, hi)`` between the first and the last shared item."""
+    from difflib import SequenceMatcher
+
+    if not ev_keys:
+        return [(0, len(claim_keys), 0, 0)] if claim_keys else [], 0, 0
+    a = [_canon(k) for k in claim_keys]
+    b = [_canon(k) for k in ev_keys]
+    sm = SequenceMatcher(None, a, b, autojunk=False)
+    ops = sm.get_opcodes()
+    eq = [(j1, j2) for tag, _, _, j1, j2 in ops if tag == "equal"]
+    lo, hi = (eq[0][0], eq[-1][1]) if eq else (0, 0)
+    return [(i1, i2, j1, j2) for tag, i1, i2, j1, j2 in ops if tag != "equal"], lo, hi
+
+
+@lru_cache(maxsize=1)
+def _opposite_stems() -> dict:
+    """Stem -> stems of its opposites (:data:`evqual.text.ANTONYM_PAIRS`), one-word pairs only."""
+    from ..text import ANTONYM_PAIRS
+    from ._lexicon import stem
+
+    out: dict = {}
+    for a, b in ANTONYM_PAIRS:
+        if " " in a or " " in b:
+            continue
+        sa, sb = stem(a), stem(b)
+        if sa != sb:
+            out.setdefault(sa, set()).add(sb)
+            out.setdefault(sb, set()).add(sa)
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def _senses(reading) -> dict:
+    out: dict = {}
+    if reading is None:
+        return out
+    for k in reading.keys:
+        if k[0] == "L":
+            _, c, s = k.split(":", 2)
+            out.setdefault(c, set()).add(s)
+    return out
+
+
+def _word_diffs(keys, spans, output, status_of, diffs, cap: int = 6) -> None:
+    run = None
+    n = 0
+    for i, k in enumerate(keys):
+        st = status_of.get(k) if k[0] == "w" else None
+        if st == "novel":
+            run = (run[0], spans[i][1]) if run else spans[i]
+            continue
+        if run:
+            diffs.append(Difference("word", "novel", run, output[run[0]:run[1]], None, ""))
+            n += 1
+            run = None
+        if st in ("second", "elsewhere") and n < cap:
+            diffs.append(Difference("word", "borrowed", spans[i], output[spans[i][0]:spans[i][1]], None, ""))
+            n += 1
+    if run:
+        diffs.append(Difference("word", "novel", run, output[run[0]:run[1]], None, ""))
+
+
+def _derived(key: str, numbers) -> bool:
+    """Whether a claim number not in the context follows from the evidence's numbers of the same unit: a
+    rounding (within 1%), or two of them by +, -, / or % change (not for small counts)."""
+    try:
+        _, _, unit, val = key.split(":", 3)
+        v = float(val)
+    except ValueError:
+        return False
+    vals = [x for u, x in numbers if u == unit or (unit == "%" and u == "")]
+    if not vals:
+        return False
+    if not unit and float(v).is_integer() and abs(v) < 100:
+        return False  # a small count follows from almost any two numbers
+
+    def close(a, b):
+        return abs(a - b) <= 0.01 * max(abs(a), abs(b), 1e-9) + 1e-9
+
+    for x in vals:
+        if close(v, x):  # a rounding ("1.1 million" for 1,093,000) or another unit spelling
+            return True
+    for i, a in enumerate(vals):
+        for b in vals[i + 1:]:
+            cands = [a + b, abs(a - b)]
+            if b:
+                cands += [a / b, 100.0 * (a - b) / b]
+            if a:
+                cands += [b / a, 100.0 * (b - a) / a]
+            if any(close(abs(v), abs(c)) for c in cands if math.isfinite(c)):
+                return True
+    return False

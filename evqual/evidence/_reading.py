@@ -1,0 +1,141 @@
+"""Reading a span of text into *items*: what the engine compares between a claim and its evidence.
+
+An item is a key and a character span.  Keys:
+
+=============  ===================================================================
+``w:<stem>``   a content word: Snowball stem, a listed synonym read as its group's
+               first word (``synonyms.tsv``)
+``n:<word>``   a name: a capitalised word that does not start the sentence (or that
+               does and is followed by another capitalised word), lower-cased
+``v:<key>``    a value (:func:`evqual.evidence.read_values`: numbers with units,
+               dates, durations, rates)
+``L:<c>:<s>``  a word of logic class ``c`` and sense ``s`` (``logic.tsv``), plus
+               superlatives (``-est``) as ``L:comparison:superlative``
+=============  ===================================================================
+
+Words inside a value or a logic phrase are not also content words; stop
+words are content words only when the lexicon gives them a sense.
+
+>>> r = read_span("Lake Orva lies just outside the park, 6 km south of Tennby.")
+>>> [k for k in r.keys]  # doctest: +NORMALIZE_WHITESPACE
+['n:lake', 'n:orva', 'w:lie', 'L:quantity:only', 'L:direction:out', 'w:park', 'v:qty:length:6000',
+ 'L:direction:south', 'n:tennby']
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from ..text import STOP_WORDS
+from ._lexicon import logic_lexicon, stems, synonym_map
+from ._values import read_values
+
+__all__ = ["SpanReading", "read_span", "NEGATIVE_PREFIXES"]
+
+_TOKEN_RE = re.compile(r"[^\W_]+(?:'[a-z]+)?")
+NEGATIVE_PREFIXES = ("un", "in", "im", "il", "ir", "dis", "non")
+_NOT_SUPERLATIVE = frozenset(
+    "interest forest honest request suggest harvest contest protest invest arrest modest earnest manifest digest "
+    "test west rest best nest guest quest chest pest vest zest crest lest latest conquest behest midwest "
+    "northwest southwest unrest inquest bequest largest biggest greatest highest lowest least worst most".split())
+# (best/most/least/worst/largest... are listed senses already or handled by the lexicon)
+
+
+_NEGATED_SENSE = {("quantity", "at_least"): "at_most", ("quantity", "at_most"): "at_least",
+                  ("comparison", "more"): "same", ("comparison", "less"): "same"}
+"""A scalar sense under a negator just before it: what the pair means together (data)."""
+
+
+class SpanReading(NamedTuple):
+    """Items of one span of text, in order of occurrence."""
+
+    keys: tuple  # item keys
+    spans: tuple  # (start, end) of each item, offsets into the text read
+    negated: bool  # the span holds a negator (polarity:neg)
+    n_tokens: int
+
+
+def _is_name(tok: str, i: int, toks, text: str) -> bool:
+    if not tok[:1].isupper():
+        return False
+    if tok.isupper() and len(tok) > 1:
+        return True
+    # the first word of a sentence, a record value ("Sunday: Closed") or a quotation is capitalised anyway:
+    # a name only when the next word is capitalised too ("Harbour Bank said")
+    start = i == 0 or text[toks[i - 1][1]:toks[i][0]].strip()[-1:] in (":", '"', "\u201c", "(", "-", "\u2013")
+    if not start:
+        return True
+    return i + 1 < len(toks) and toks[i + 1][2][:1].isupper()
+
+
+def read_span(text: str, start: int = 0, end: int | None = None) -> SpanReading:
+    """Read ``text[start:end]`` (offsets of the result are into ``text``)."""
+    end = len(text) if end is None else end
+    piece = text[start:end]
+    toks = [(m.start() + start, m.end() + start, m.group()) for m in _TOKEN_RE.finditer(piece)]
+    lows = [t[2].lower() for t in toks]
+    for k, w in enumerate(lows):
+        if "'" in w:
+            lows[k] = "not" if w.endswith("n't") else w.split("'")[0]
+    st = stems(lows)
+    items: list[tuple[int, str, int, int]] = []  # (token position, key, start, end)
+    covered = [False] * len(toks)
+    # values
+    value_starts = set()
+    for v in read_values(piece):
+        a, b = v.start + start, v.end + start
+        first = None
+        for k, t in enumerate(toks):
+            if t[0] >= a and t[1] <= b:
+                covered[k] = True
+                if first is None:
+                    first = k
+        items.append((first if first is not None else 0, "v:" + v.key, a, b))
+        if first is not None:
+            value_starts.add(first)
+    # logic words; a negator just before a scalar word turns it ("not more than" is at most,
+    # "did not cut" is unchanged) and is then not a negation of its own
+    negated = False
+    matches = logic_lexicon().match(lows)
+    consumed = set()
+    def scalar(i, j, cls):
+        # a limit word ("over", "under", "more than") is scalar before a value; a comparison word always
+        return cls == "comparison" or any(k in value_starts for k in range(j, j + 3))
+
+    for i, j, cls, sense in matches:
+        if (cls, sense) in _NEGATED_SENSE and scalar(i, j, cls):
+            for i2, j2, c2, _ in matches:
+                if c2 == "polarity" and j2 <= i and i - j2 <= 2 and i2 not in consumed:
+                    consumed.add(i2)
+                    break
+    for i, j, cls, sense in matches:
+        if any(covered[i:j]) and cls not in ("quantity", "frequency", "comparison"):
+            continue
+        if cls == "polarity" and i in consumed:
+            continue
+        if (cls, sense) in _NEGATED_SENSE and scalar(i, j, cls) and any(
+                c2 == "polarity" and i2 in consumed and j2 <= i and i - j2 <= 2 for i2, j2, c2, _ in matches):
+            sense = _NEGATED_SENSE[(cls, sense)]
+        items.append((i, f"L:{cls}:{sense}", toks[i][0], toks[j - 1][1]))
+        if cls == "polarity":
+            negated = True
+        for k in range(i, j):
+            if cls != "role":
+                covered[k] = True
+    syn = synonym_map()
+    for k, (a, b, tok) in enumerate(toks):
+        if covered[k]:
+            continue
+        low = lows[k]
+        if _is_name(tok, k, toks, text) and low not in STOP_WORDS:
+            items.append((k, "n:" + low, a, b))
+            continue
+        if low in STOP_WORDS or len(low) < 2:
+            continue
+        s = syn.get(low) or st[k]
+        items.append((k, "w:" + s, a, b))
+        if low.endswith("est") and len(low) > 5 and low not in _NOT_SUPERLATIVE:
+            items.append((k, "L:comparison:superlative", a, b))
+    items.sort(key=lambda t: (t[0], t[2]))
+    return SpanReading(tuple(t[1] for t in items), tuple((t[2], t[3]) for t in items), negated, len(toks))

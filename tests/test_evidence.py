@@ -1,0 +1,244 @@
+"""The evidence engine (evqual.evidence): values, lexicon, reading, alignment and differences, transformations,
+the claim model.  Examples are written here; none comes from the development suites."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from evqual.evidence import (
+    CLAIM_FEATURE_TABLE,
+    CLAIM_FEATURES,
+    FLIP_TAGS,
+    LOGIC_CLASSES,
+    ClaimModel,
+    EvidenceEngine,
+    flip_claim,
+    inflections,
+    logic_lexicon,
+    monotonic_constraints,
+    preserve_claim,
+    read_span,
+    read_values,
+    split_claims,
+    transform_evidence,
+)
+
+
+def keys(text):
+    return [v.key for v in read_values(text)]
+
+
+def diffs(output, context, query=""):
+    r = EvidenceEngine().read(output, context, query)
+    return [(d.cls, d.kind, d.claim_text, d.evidence_text) for c in r.claims for d in c.differences]
+
+
+# ------------------------------------------------------------------------------------------------ values
+
+
+@pytest.mark.parametrize("a, b", [
+    ("8 tablets", "eight tablets"),
+    ("500 mg", "0.5 g"),
+    ("5 km", "5,000 metres"),
+    ("two weeks", "14 days"),
+    ("a fortnight", "14 days"),
+    ("weekly", "once a week"),
+    ("every week", "every 7 days"),
+    ("twice an hour", "every 30 minutes"),
+    ("fortnightly", "every other week"),
+    ("one hundred and twenty", "120"),
+    ("$3.2 billion", "$3,200 million"),
+    ("12 dollars", "$12"),
+    ("16 percent", "16%"),
+])
+def test_one_value_in_different_words_has_one_key(a, b):
+    assert keys(a) == keys(b) and keys(a)
+
+
+@pytest.mark.parametrize("a, b", [("500 mg", "500 g"), ("weekly", "daily"), ("every other week", "every week"),
+                                  ("1932", "1935"), ("in May", "in June"), ("$12", "€12")])
+def test_different_values_have_different_keys(a, b):
+    assert keys(a) != keys(b)
+
+
+def test_may_is_a_month_only_when_capitalised_and_one_is_not_a_count_alone():
+    assert keys("It may open in May.") == ["month:5"]
+    assert keys("one of the best") == [] and keys("one tablet a day")[:0] == []
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=200))
+def test_values_never_fail_and_stay_inside_the_text(text):
+    for v in read_values(text):
+        assert 0 <= v.start <= v.end <= len(text)
+
+
+# ------------------------------------------------------------------------------------------------ lexicon
+
+
+def test_inflections_match_forms_not_derivations():
+    assert {"proved", "proves", "proving"} <= inflections("prove")
+    assert "noted" not in inflections("not") and "clears" not in inflections("clearly")
+
+
+def test_the_lexicon_file_is_well_formed():
+    lex = logic_lexicon()
+    assert set(lex.senses) == set(LOGIC_CLASSES)
+    for cls, group in lex.groups:
+        assert cls in lex.senses and set(group) <= set(lex.senses[cls]), (cls, group)
+    assert lex.exclusive("time", "before", "after") and not lex.exclusive("quantity", "approx", "at_least")
+
+
+def test_a_negator_turns_the_scalar_after_it():
+    assert "L:quantity:at_most" in read_span("Do not take more than 8 tablets.").keys
+    assert "L:polarity:neg" not in read_span("Do not take more than 8 tablets.").keys
+    assert read_span("The shop is not open.").negated
+
+
+def test_names_and_record_values():
+    r = read_span("Sunday: Closed")
+    assert "n:closed" not in r.keys
+    assert "n:orva" in read_span("We swam in Lake Orva.").keys
+
+
+# ------------------------------------------------------------------------------------------------ engine
+
+
+def test_claims_are_cut_at_semicolons_and_conjunctions():
+    s = "The plant opened in 1932, but it closed in 1990; staff moved to Leeds."
+    assert [s[a:b] for a, b in split_claims(s)] == ["The plant opened in 1932", "but it closed in 1990",
+                                                    "staff moved to Leeds."]
+
+
+def test_feature_table_and_constraints():
+    assert len(CLAIM_FEATURES) == len(set(CLAIM_FEATURES)) == len(CLAIM_FEATURE_TABLE)
+    cst = dict(zip(CLAIM_FEATURES, monotonic_constraints()))
+    assert cst["value.conflict.v1"] == 1 and cst["align.recall.v1"] == -1 and cst["claim.items.v1"] == 0
+
+
+@pytest.mark.parametrize("output, context, expected", [
+    ("The clinic opens after noon.", ["The clinic opens before noon on weekdays."], ("time", "conflict")),
+    ("The ferry sails daily.", ["The ferry sails weekly from the north pier."], ("value", "conflict")),
+    ("The fee is $40.", ["The fee is $25 for adults."], ("value", "conflict")),
+    ("The drug cures the infection.", ["The drug may cure the infection."], ("modality", "drops")),
+    ("The library is inside the town hall.", ["The library is outside the town hall."], ("direction", "conflict")),
+    ("The bridge was closed.", ["The bridge was opened in May."], ("opposite", "conflict")),
+    ("The service is unavailable at night.", ["The service is available at night."], ("polarity", "prefix")),
+])
+def test_a_changed_word_of_logic_is_a_difference_of_its_class(output, context, expected):
+    assert expected in [(c, k) for c, k, _, _ in diffs(output, context)]
+
+
+def test_a_paraphrase_with_same_sense_words_has_no_logic_difference():
+    found = diffs("The clinic might open before midday.", ["The clinic may open before noon."])
+    assert not [d for d in found if d[0] in LOGIC_CLASSES]
+
+
+def test_a_name_from_another_passage_is_a_swap_and_borrowed():
+    context = ["Ana Ruiz won the 2019 race in Lisbon.", "Ben Cole won the 2021 race in Porto."]
+    r = EvidenceEngine().read("Ana Ruiz won the 2019 race in Porto.", context)
+    (claim,) = r.claims
+    f = dict(zip(CLAIM_FEATURES, claim.features))
+    assert f["name.swap.v1"] == 1 and f["name.second.v1"] + f["name.elsewhere.v1"] == 1
+    assert claim.unit[0] == 0  # aligned to the passage about the same race
+
+
+def test_a_word_only_found_in_negated_sentences_is_marked():
+    r = EvidenceEngine().read("The outage was caused by an attack.",
+                              ["The outage was caused by an expired certificate.", "The firm was not under attack."])
+    f = dict(zip(CLAIM_FEATURES, r.claims[0].features))
+    assert f["word.borrowed_negated.v1"] == 1
+
+
+def test_numbers_the_evidence_gives_by_arithmetic_are_supported():
+    r = EvidenceEngine().read("Revenue rose by $300 million.", ["Revenue rose from $1.2 billion to $1.5 billion."])
+    f = dict(zip(CLAIM_FEATURES, r.claims[0].features))
+    assert f["value.derived.v1"] == 1 and f["value.novel.v1"] == 0
+
+
+def test_differences_quote_both_sides_with_offsets():
+    out = "The clinic opens after noon."
+    ctx = ["The clinic opens before noon on weekdays."]
+    r = EvidenceEngine().read(out, ctx)
+    d = [d for d in r.claims[0].differences if d.cls == "time"][0]
+    assert out[d.claim[0]:d.claim[1]] == "after"
+    chunk, a, b = d.evidence
+    assert ctx[chunk][a:b] == "before"
+
+
+def test_the_context_index_is_cached_and_bounded():
+    eng = EvidenceEngine(cache_size=2)
+    for i in range(5):
+        eng.read("A claim.", [f"Context {i}."])
+    assert len(eng._cache) == 2
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(max_size=160), st.lists(st.text(max_size=160), max_size=3), st.text(max_size=40))
+def test_any_text_gives_finite_features_and_spans_inside_the_claim(output, context, query):
+    r = EvidenceEngine().read(output, context, query)
+    assert r.matrix.shape == (len(r.claims), len(CLAIM_FEATURES))
+    assert np.isfinite(r.matrix).all()
+    for c in r.claims:
+        assert 0 <= c.start <= c.end <= len(output)
+        for d in c.differences:
+            if d.claim is not None:
+                assert c.start <= d.claim[0] <= d.claim[1] <= c.end
+            if d.evidence is not None:
+                chunk, a, b = d.evidence
+                assert 0 <= a <= b <= len(context[chunk])
+
+
+# ------------------------------------------------------------------------------------------------ transformations
+
+
+CONTEXT = ["The clinic may open before noon on weekdays, the council said.",
+           "Dr Ana Ruiz runs the clinic with Dr Ben Cole, who joined in 2019.",
+           "Parking is free for the first two hours."]
+
+
+def test_transformations_are_deterministic_labelled_and_tagged():
+    a = transform_evidence(CONTEXT, seed=3, rate=1.0)
+    b = transform_evidence(CONTEXT, seed=3, rate=1.0)
+    assert a == b and {r.label for r in a} == {0, 1}
+    assert all(r.tag in FLIP_TAGS for r in a if r.label == 1)
+    assert all(r.text != r.source for r in a if r.label == 1)
+
+
+def test_excluded_flips_are_not_made():
+    import random
+
+    for seed in range(20):
+        got = flip_claim(CONTEXT[0], CONTEXT, rng=random.Random(seed), exclude=FLIP_TAGS[:-1])
+        assert got is None or got[1] == FLIP_TAGS[-1]
+
+
+def test_preserving_keeps_a_different_text():
+    import random
+
+    got = preserve_claim("Parking is free for the first 2 hours.", rng=random.Random(0))
+    assert got is not None and got[0] != "Parking is free for the first 2 hours."
+
+
+# ------------------------------------------------------------------------------------------------ claim model
+
+
+@parametrize_with_checks([ClaimModel(max_iter=10)])
+def test_claim_model_follows_the_estimator_contract(estimator, check):
+    check(estimator)
+
+
+def test_the_claim_model_is_monotonic_in_conflicts():
+    rng = np.random.default_rng(0)
+    X = rng.random((400, len(CLAIM_FEATURES)))
+    j = CLAIM_FEATURES.index("value.conflict.v1")
+    y = (rng.random(400) < 0.2 + 0.6 * (X[:, j] > 0.5)).astype(int)
+    m = ClaimModel(max_iter=50).fit(X, y)
+    lo, hi = X[:50].copy(), X[:50].copy()
+    lo[:, j], hi[:, j] = 0.0, 5.0
+    assert (m.predict_proba(hi)[:, 1] >= m.predict_proba(lo)[:, 1] - 1e-12).all()
+    assert math.isfinite(float(m.predict_proba(X[:1])[0, 1]))
