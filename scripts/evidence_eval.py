@@ -1,4 +1,4 @@
-"""Measure the evidence engine and its claim model (issue 22): RAGTruth cv5, both hand-written suites, leave-one-type-out.
+"""Measure the evidence engine and its claim model (issue 22): cv5, both hand-written suites, leave-one-type-out.
 
     python scripts/evidence_eval.py --data ../shared/data/ragtruth --json docs/bench/evidence_engine.json
 
@@ -37,7 +37,8 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-SUITES = {"contrastive": ROOT / "tests" / "data" / "contrastive", "heldout_types": ROOT / "tests" / "data" / "heldout_types"}
+SUITES = {"contrastive": ROOT / "tests" / "data" / "contrastive",
+          "heldout_types": ROOT / "tests" / "data" / "heldout_types"}
 
 LOTO_TAGS = {
     # tests/data/contrastive
@@ -106,7 +107,8 @@ def _suite_metrics(exs, risk_by_answer, types, para, threshold, only_type=None):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default="../shared/data/ragtruth", help="RAGTruth folder (default: ../shared/data/ragtruth)")
+    ap.add_argument("--data", default="../shared/data/ragtruth",
+                    help="RAGTruth folder (default: ../shared/data/ragtruth)")
     ap.add_argument("--json", default=None, help="write the results here")
     ap.add_argument("--augment-weight", type=float, default=0.3, help="weight of transformed claims (default: 0.3)")
     ap.add_argument("--no-loto", action="store_true", help="skip leave-one-type-out")

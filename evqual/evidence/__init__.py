@@ -27,7 +27,15 @@ Public names
 :data:`PRESERVE_TAGS`.
 """
 
-from ._engine import CLAIM_FEATURE_TABLE, CLAIM_FEATURES, ClaimEvidence, Difference, EvidenceEngine, Reading, split_claims
+from ._engine import (
+    CLAIM_FEATURE_TABLE,
+    CLAIM_FEATURES,
+    ClaimEvidence,
+    Difference,
+    EvidenceEngine,
+    Reading,
+    split_claims,
+)
 from ._lexicon import LOGIC_CLASSES, LogicLexicon, inflections, logic_lexicon, stem, synonym_map
 from ._model import ClaimModel, claim_rows, monotonic_constraints, transformed_rows
 from ._reading import SpanReading, read_span

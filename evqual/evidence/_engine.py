@@ -342,7 +342,6 @@ class EvidenceEngine:
                         s2[u] += w
             if s2.max() > 0:
                 second = int(np.argmax(s2))
-        e2 = idx.unit_keys[second] if second >= 0 else set()
         f[_COL["align.recall.v1"]] = scores[best] / total if best >= 0 else 0.0
         cov2 = sum(w for w, us in zip(weights, present) if best in us or second in us)
         f[_COL["align.recall2.v1"]] = cov2 / total if items else 0.0
@@ -520,23 +519,8 @@ class EvidenceEngine:
                 f[_COL["order.tau.v1"]] = (conc - disc) / max(1, conc + disc)
         # logic classes: adds, inner drops, conflicts at one place of the alignment
         ev2_logic = _senses(idx.readings[second]) if second >= 0 else {}
-        cl_logic: dict = {}
-        cl_pos: dict = {}
-        for i, k in enumerate(keys):
-            if k[0] == "L":
-                _, c, s_ = k.split(":", 2)
-                cl_logic.setdefault(c, set()).add(s_)
-                cl_pos.setdefault((c, s_), i)
-        ev_logic: dict = {}
-        inner: dict = {}
-        ev_pos: dict = {}
-        for j, k in enumerate(ev_keys):
-            if k[0] == "L":
-                _, c, s_ = k.split(":", 2)
-                ev_logic.setdefault(c, set()).add(s_)
-                ev_pos.setdefault((c, s_), j)
-                if lo <= j < hi:
-                    inner.setdefault(c, set()).add(s_)
+        cl_logic, cl_pos, _ = _logic_items(keys)
+        ev_logic, _, inner = _logic_items(ev_keys, lo, hi)
         lex = logic_lexicon()
         local: dict = {}
         for i1, i2, j1, j2 in blocks:
@@ -615,6 +599,22 @@ def _opposite_stems() -> dict:
             out.setdefault(sa, set()).add(sb)
             out.setdefault(sb, set()).add(sa)
     return {k: frozenset(v) for k, v in out.items()}
+
+
+def _logic_items(keys, lo: int = 0, hi: int = 0):
+    """Logic senses of an item sequence: ``({class: senses}, {(class, sense): first index},
+    {class: senses at indices in [lo, hi)})``."""
+    senses: dict = {}
+    pos: dict = {}
+    inner: dict = {}
+    for j, k in enumerate(keys):
+        if k[0] == "L":
+            _, c, s = k.split(":", 2)
+            senses.setdefault(c, set()).add(s)
+            pos.setdefault((c, s), j)
+            if lo <= j < hi:
+                inner.setdefault(c, set()).add(s)
+    return senses, pos, inner
 
 
 def _senses(reading) -> dict:

@@ -16,7 +16,8 @@ from __future__ import annotations
 from functools import lru_cache
 from importlib import resources
 
-__all__ = ["LOGIC_CLASSES", "LogicLexicon", "inflections", "logic_lexicon", "stem", "stems", "synonym_map", "SYNONYMS_FILE"]
+__all__ = ["LOGIC_CLASSES", "LogicLexicon", "inflections", "logic_lexicon", "stem", "stems", "synonym_map",
+           "SYNONYMS_FILE"]
 
 LOGIC_CLASSES = ("polarity", "modality", "quantity", "condition", "direction", "comparison", "order", "time",
                  "frequency", "cause", "role")

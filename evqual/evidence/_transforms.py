@@ -38,10 +38,11 @@ import re
 from typing import NamedTuple
 
 from ..text import ANTONYM_PAIRS, split_sentences
-from ._lexicon import LOGIC_CLASSES, logic_lexicon, stems
+from ._lexicon import LOGIC_CLASSES, logic_lexicon
 from ._values import read_values
 
-__all__ = ["TransformedClaim", "transform_evidence", "flip_claim", "preserve_claim", "FLIP_TAGS", "PRESERVE_TAGS", "TRANSFORM_VERSION"]
+__all__ = ["TransformedClaim", "transform_evidence", "flip_claim", "preserve_claim", "FLIP_TAGS", "PRESERVE_TAGS",
+           "TRANSFORM_VERSION"]
 
 TRANSFORM_VERSION = "transforms.v1"
 FLIP_TAGS = tuple([f"logic:{c}" for c in LOGIC_CLASSES if c != "polarity"]
@@ -63,7 +64,8 @@ _NAME_RE = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)")
 _AUX_RE = re.compile(r"\b(is|are|was|were|will|can|could|should|would|has|have|had|does|do|did|must|may)\b(?!\s+not)")
 _NOT_RE = re.compile(r"\s+not\b|n't\b")
 _LIST_WORDS = frozenset({"and", "or", "the", "of", "s", "nor", "plus", "as", "well", "both", "either"})
-_SMALL = {str(i): w for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())}
+_SMALL = {str(i): w for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve".split())}
 
 
 class TransformedClaim(NamedTuple):
@@ -134,7 +136,7 @@ def _flip_polarity(text, rng):
     m = list(_NOT_RE.finditer(text))
     if m and rng.random() < 0.5:
         x = rng.choice(m)
-        return _splice(text, x.start(), x.end(), "" if x.group().strip() == "not" else ""), "polarity"
+        return _splice(text, x.start(), x.end(), ""), "polarity"
     aux = list(_AUX_RE.finditer(text))
     if aux:
         x = rng.choice(aux)
@@ -264,7 +266,6 @@ def _opposite(text, rng):
 
 
 def _synonym(text, rng):
-    from ._lexicon import _data_rows, SYNONYMS_FILE
 
     groups = _synonym_groups()
     toks = [(a, b, w) for a, b, w in _tokens(text) if w.lower() in groups]
