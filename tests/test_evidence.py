@@ -242,3 +242,22 @@ def test_the_claim_model_is_monotonic_in_conflicts():
     lo[:, j], hi[:, j] = 0.0, 5.0
     assert (m.predict_proba(hi)[:, 1] >= m.predict_proba(lo)[:, 1] - 1e-12).all()
     assert math.isfinite(float(m.predict_proba(X[:1])[0, 1]))
+
+
+# ------------------------------------------------------------------------------------------------ records
+
+
+def test_record_keys_read_as_words_and_state_names_as_codes():
+    assert {"L:direction:out", "n:seating"} <= set(read_span("attributes / OutdoorSeating: False").keys)
+    assert "n:vt" in read_span("It is in Burlington, Vermont.").keys
+
+
+def test_a_record_number_without_its_unit_supports_the_claim_with_it():
+    record = ["product: Tessel Go", "price_usd: 149", "battery_hours: 14", "colour: black"]
+    for claim in ("The Tessel Go costs $149.", "The Tessel Go lasts fourteen hours."):
+        f = dict(zip(CLAIM_FEATURES, EvidenceEngine().read(claim, record).claims[0].features))
+        assert f["value.novel.v1"] == 0, claim
+    r = EvidenceEngine().read("The Tessel Go costs $149.", ["Tessel Go: price_usd 149, colour black."])
+    assert dict(zip(CLAIM_FEATURES, r.claims[0].features))["value.aligned.v1"] == 1
+    wrong = EvidenceEngine().read("The Tessel Go costs $199.", record)
+    assert dict(zip(CLAIM_FEATURES, wrong.claims[0].features))["value.novel.v1"] == 1

@@ -45,7 +45,7 @@ import numpy as np
 from ..text import split_sentences
 from ._lexicon import LOGIC_CLASSES, logic_lexicon
 from ._reading import NEGATIVE_PREFIXES, SpanReading, read_span
-from ._values import value_kind
+from ._values import read_values, value_kind
 
 __all__ = ["EvidenceEngine", "Reading", "ClaimEvidence", "Difference", "CLAIM_FEATURES", "split_claims"]
 
@@ -391,6 +391,17 @@ class EvidenceEngine:
             if st == "novel" and k.startswith("v:num:") and _derived(k, ev_numbers):
                 st = "aligned"
                 f[_COL["value.derived.v1"]] += 1
+            if st in ("second", "elsewhere", "novel") and k.startswith(("v:num:", "v:qty:")):
+                # the number as written, where the context states it without a unit (a record's
+                # "price_usd: 149" supports "$149", "battery_hours: 14" "fourteen hours")
+                a, b = r.spans[first[k]]
+                vals = read_values(output[a:b])
+                plain = f"v:num::{vals[0].raw:g}" if vals and vals[0].raw is not None else None
+                where = idx.postings.get(plain, ()) if plain is not None else ()
+                if best in where or (second >= 0 and second in where):
+                    st = "aligned"
+                elif where and st == "novel":
+                    st = "elsewhere"
             status_of[k] = st
         for code, kname in _KINDS:
             ks = [k for k in items if k[0] == code]

@@ -34,6 +34,8 @@ from ._values import read_values
 __all__ = ["SpanReading", "read_span", "NEGATIVE_PREFIXES"]
 
 _TOKEN_RE = re.compile(r"[^\W_]+(?:'[a-z]+)?")
+_CAMEL_RE = re.compile(r"[a-z][A-Z]")
+_CAMEL_PART_RE = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 NEGATIVE_PREFIXES = ("un", "in", "im", "il", "ir", "dis", "non")
 _NOT_SUPERLATIVE = frozenset(
     "interest forest honest request suggest harvest contest protest invest arrest modest earnest manifest digest "
@@ -45,6 +47,16 @@ _NOT_SUPERLATIVE = frozenset(
 _NEGATED_SENSE = {("quantity", "at_least"): "at_most", ("quantity", "at_most"): "at_least",
                   ("comparison", "more"): "same", ("comparison", "less"): "same"}
 """A scalar sense under a negator just before it: what the pair means together (data)."""
+
+
+def _state_codes() -> dict:
+    from ..text import US_STATES
+
+    return {name.lower(): code.lower() for code, name in US_STATES.items() if " " not in name}
+
+
+_STATE_CODES = _state_codes()
+"""A US state's one-word name -> its postal code, lower case: a record's "state: VT" supports "Vermont"."""
 
 
 class SpanReading(NamedTuple):
@@ -73,7 +85,14 @@ def read_span(text: str, start: int = 0, end: int | None = None) -> SpanReading:
     """Read ``text[start:end]`` (offsets of the result are into ``text``)."""
     end = len(text) if end is None else end
     piece = text[start:end]
-    toks = [(m.start() + start, m.end() + start, m.group()) for m in _TOKEN_RE.finditer(piece)]
+    toks = []
+    for m in _TOKEN_RE.finditer(piece):
+        a, w = m.start() + start, m.group()
+        if _CAMEL_RE.search(w):  # a record key ("OutdoorSeating") reads as its words
+            for sub in _CAMEL_PART_RE.finditer(w):
+                toks.append((a + sub.start(), a + sub.end(), sub.group()))
+        else:
+            toks.append((a, m.end() + start, w))
     lows = [t[2].lower() for t in toks]
     for k, w in enumerate(lows):
         if "'" in w:
@@ -129,7 +148,7 @@ def read_span(text: str, start: int = 0, end: int | None = None) -> SpanReading:
             continue
         low = lows[k]
         if _is_name(tok, k, toks, text) and low not in STOP_WORDS:
-            items.append((k, "n:" + low, a, b))
+            items.append((k, "n:" + _STATE_CODES.get(low, low), a, b))
             continue
         if low in STOP_WORDS or len(low) < 2:
             continue

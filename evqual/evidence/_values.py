@@ -126,12 +126,14 @@ _CLOCK_RE = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2}):(\d{2})(?![\d:])")
 
 
 class Value(NamedTuple):
-    """A value read from text: canonical ``key``, its ``kind`` and character span."""
+    """A value read from text: canonical ``key``, its ``kind``, character span and the number as written
+    (``raw``: 14 for "fourteen hours" and for "$14"; ``None`` for a date word, a time or a rate)."""
 
     key: str
     kind: str
     start: int
     end: int
+    raw: float | None = None
 
 
 def value_kind(key: str) -> str:
@@ -244,8 +246,8 @@ def read_values(text: str) -> list[Value]:
     out: list[Value] = []
     used = [False] * n
 
-    def emit(key, kind, i, j):
-        out.append(Value(key, kind, toks[i][0], toks[j - 1][1]))
+    def emit(key, kind, i, j, raw=None):
+        out.append(Value(key, kind, toks[i][0], toks[j - 1][1], raw))
         for k in range(i, j):
             used[k] = True
 
@@ -294,25 +296,25 @@ def read_values(text: str) -> list[Value]:
             a, b, v, key, unit = num_at[i]
             nxt = toks[b][2] if b < n else ""
             if v is not None and nxt in PERIODS and not unit:
-                emit(f"qty:time:{_fmt(v * PERIODS[nxt])}", "qty", a, b + 1)
+                emit(f"qty:time:{_fmt(v * PERIODS[nxt])}", "qty", a, b + 1, v)
                 i = b + 1
                 continue
             if v is not None and nxt in UNITS and not unit:
                 dim, factor = UNITS[nxt]
                 if dim == "share":
-                    emit(f"num:%:{_fmt(v)}", "num", a, b + 1)
+                    emit(f"num:%:{_fmt(v)}", "num", a, b + 1, v)
                 elif dim in ("$", "€", "£", "¥"):
-                    emit(f"num:{dim}:{_fmt(v * factor)}", "num", a, b + 1)
+                    emit(f"num:{dim}:{_fmt(v * factor)}", "num", a, b + 1, v)
                 else:
-                    emit(f"qty:{dim}:{_fmt(v * factor)}", "qty", a, b + 1)
+                    emit(f"qty:{dim}:{_fmt(v * factor)}", "qty", a, b + 1, v)
                 i = b + 1
                 continue
             if v is not None and not unit and "." not in key and 1000 <= v <= 2100 and len(toks[a][2]) == 4:
-                emit(f"year:{int(v)}", "year", a, b)
+                emit(f"year:{int(v)}", "year", a, b, v)
             else:
                 kind = key.split(":", 1)[0]
                 emit(key if kind in ("time", "num", "clock") else f"num:{unit}:{_fmt(v)}",
-                     kind if kind in ("time", "clock") else "num", a, b)
+                     kind if kind in ("time", "clock") else "num", a, b, v)
             i = b
             continue
         if w in ("fortnight", "fortnights") and not used[i]:
