@@ -45,7 +45,7 @@ import numpy as np
 from ..text import split_sentences
 from ._lexicon import LOGIC_CLASSES, logic_lexicon
 from ._reading import NEGATIVE_PREFIXES, SpanReading, read_span
-from ._values import read_values, value_kind
+from ._values import value_kind
 
 __all__ = ["EvidenceEngine", "Reading", "ClaimEvidence", "Difference", "CLAIM_FEATURES", "split_claims"]
 
@@ -394,9 +394,8 @@ class EvidenceEngine:
             if st in ("second", "elsewhere", "novel") and k.startswith(("v:num:", "v:qty:")):
                 # the number as written, where the context states it without a unit (a record's
                 # "price_usd: 149" supports "$149", "battery_hours: 14" "fourteen hours")
-                a, b = r.spans[first[k]]
-                vals = read_values(output[a:b])
-                plain = f"v:num::{vals[0].raw:g}" if vals and vals[0].raw is not None else None
+                raw = r.raws[first[k]]
+                plain = f"v:num::{raw:g}" if raw is not None else None
                 where = idx.postings.get(plain, ()) if plain is not None else ()
                 if best in where or (second >= 0 and second in where):
                     st = "aligned"
@@ -529,7 +528,7 @@ class EvidenceEngine:
             if len(shared) >= 3:
                 f[_COL["order.tau.v1"]] = (conc - disc) / max(1, conc + disc)
         # logic classes: adds, inner drops, conflicts at one place of the alignment
-        ev2_logic = _senses(idx.readings[second]) if second >= 0 else {}
+        ev2_logic = _logic_items(idx.readings[second].keys)[0] if second >= 0 else {}
         cl_logic, cl_pos, _ = _logic_items(keys)
         ev_logic, _, inner = _logic_items(ev_keys, lo, hi)
         lex = logic_lexicon()
@@ -626,17 +625,6 @@ def _logic_items(keys, lo: int = 0, hi: int = 0):
             if lo <= j < hi:
                 inner.setdefault(c, set()).add(s)
     return senses, pos, inner
-
-
-def _senses(reading) -> dict:
-    out: dict = {}
-    if reading is None:
-        return out
-    for k in reading.keys:
-        if k[0] == "L":
-            _, c, s = k.split(":", 2)
-            out.setdefault(c, set()).add(s)
-    return out
 
 
 def _word_diffs(keys, spans, output, status_of, diffs, cap: int = 6) -> None:

@@ -66,6 +66,7 @@ class SpanReading(NamedTuple):
     spans: tuple  # (start, end) of each item, offsets into the text read
     negated: bool  # the span holds a negator (polarity:neg)
     n_tokens: int
+    raws: tuple = ()  # per item: a value's number as written (14 for "fourteen hours"), else None
 
 
 def _is_name(tok: str, i: int, toks, text: str) -> bool:
@@ -110,7 +111,7 @@ def read_span(text: str, start: int = 0, end: int | None = None) -> SpanReading:
                 covered[k] = True
                 if first is None:
                     first = k
-        items.append((first if first is not None else 0, "v:" + v.key, a, b))
+        items.append((first if first is not None else 0, "v:" + v.key, a, b, v.raw))
         if first is not None:
             value_starts.add(first)
     # logic words; a negator just before a scalar word turns it ("not more than" is at most,
@@ -157,4 +158,5 @@ def read_span(text: str, start: int = 0, end: int | None = None) -> SpanReading:
         if low.endswith("est") and len(low) > 5 and low not in _NOT_SUPERLATIVE:
             items.append((k, "L:comparison:superlative", a, b))
     items.sort(key=lambda t: (t[0], t[2]))
-    return SpanReading(tuple(t[1] for t in items), tuple((t[2], t[3]) for t in items), negated, len(toks))
+    return SpanReading(tuple(t[1] for t in items), tuple((t[2], t[3]) for t in items), negated, len(toks),
+                       tuple(t[4] if len(t) > 4 else None for t in items))
