@@ -28,6 +28,7 @@ EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_IO = 0, 1, 2, 3
 CALIBRATIONS = ("sigmoid", "isotonic", "none")
 THRESHOLD_RULES = ("f1", "seed002")
 AUGMENT_VERSIONS = ("contrastive.v1",)
+COMPOSITIONS = ("bounds", "none")
 ENTITY_BACKENDS = ("regex", "spacy")
 DEFAULT_MAX_OUTPUT_CHARS = 1_000_000
 DEFAULT_MAX_CONTEXT_CHARS = 10_000_000
@@ -195,6 +196,9 @@ def _add_fit_options(parser) -> None:
     parser.add_argument("--no-evidence-floor", action="store_true",
                         help="do not floor the risk of answers where a claim-aligned contradiction check fires "
                              "(Detector(evidence_floor=False))")
+    parser.add_argument("--compose", choices=COMPOSITIONS, default="bounds",
+                        help="bounds: keep an answer's risk between its riskiest sentence's calibrated risk and "
+                             "their sum (default); none: the calibrated answer risk alone (Detector(compose=...))")
 
 
 def _add_verify_options(parser) -> None:
@@ -545,7 +549,8 @@ def cmd_evaluate(args) -> int:
             warnings.simplefilter("always", ResponseLevelFallbackWarning)
             res = evaluate(result, method=args.method, protocol=args.protocol, frame=frame, featurize_seconds=seconds,
                            calibration=args.calibration, threshold_rule=args.threshold_rule, n_splits=args.folds,
-                           augment=args.augment, builder=builder, evidence_floor=not args.no_evidence_floor)
+                           augment=args.augment, builder=builder, evidence_floor=not args.no_evidence_floor,
+                           compose=args.compose)
     except ValueError as exc:
         print(f"evqual evaluate: error: {exc}", file=sys.stderr)
         return EXIT_DATA
@@ -592,7 +597,7 @@ def cmd_train(args) -> int:
             det = fit_detector(result, method=args.method, calibration=args.calibration,
                                threshold_rule=args.threshold_rule, entity_backend=args.entity_backend,
                                validation_split=args.validation_split, augment=args.augment,
-                               evidence_floor=not args.no_evidence_floor)
+                               evidence_floor=not args.no_evidence_floor, compose=args.compose)
     except MissingDependencyError as exc:
         print(f"evqual train: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

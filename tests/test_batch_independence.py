@@ -65,7 +65,9 @@ def _sentence_rows(det, items):
 
     frame = det._frame(items)
     sm = det.model_.sentence_model_
-    V, _, _ = _stack_sentences(frame, sm.columns_, with_labels=False, response_cols=sm.response_columns_)
+    extra = det.model_._sentence_extra(frame, det.model_.claim_proba(frame))  # the claims' risks (issue 22)
+    V, _, _ = _stack_sentences(frame, sm.columns_, with_labels=False, response_cols=sm.response_columns_,
+                               extra=extra)
     return frame, sm.estimator_, V
 
 
@@ -95,9 +97,10 @@ def test_span_tagger_chunks_do_not_change_token_risks(shipped, items, monkeypatc
     frame, exs, analyses = shipped.builder_.transform_with_analyses(items[:24], with_targets=False, lite=True)
     _, sr = shipped.predict_proba_and_sentences_frame(frame)
     tagger = shipped.span_tagger_
-    whole = tagger.token_proba(frame, sr)
+    cr = shipped.claim_proba_frame(frame)
+    whole = tagger.token_proba(frame, sr, claim_risks=cr)
     monkeypatch.setattr(_spans, "_TOKEN_CHUNK", 7)
-    chunked = tagger.token_proba(frame, sr)
+    chunked = tagger.token_proba(frame, sr, claim_risks=cr)
     assert sum(len(p) for p in whole) > 7 * 24
     assert all(np.array_equal(a, b) for a, b in zip(whole, chunked))
 

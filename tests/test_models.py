@@ -317,10 +317,11 @@ def test_detector_risk_equals_calibrated_classifier(method, calibration):
     from evqual.data import load_sample
     from evqual.models import Detector
 
-    # without evidence floors (tested on their own in test_checks.py): the calibration path alone
-    det = Detector(method, calibration=calibration, evidence_floor=False).fit(load_sample())
+    # without evidence floors or composing with the sentence risks (tested in test_checks.py and
+    # test_claim_stage.py): the calibration path alone
+    det = Detector(method, calibration=calibration, evidence_floor=False, compose="none").fit(load_sample())
     frame = det._frame(load_sample())
-    det_full = Detector(method, calibration=calibration, evidence_floor=False).fit(load_sample())
+    det_full = Detector(method, calibration=calibration, evidence_floor=False, compose="none").fit(load_sample())
     want = det_full.classifier_.estimator_.predict_proba(frame)[:, 1] if hasattr(
         det_full.classifier_, "estimator_") else det_full.classifier_.predict_proba(frame)[:, 1]
     np.testing.assert_allclose(det.predict_proba_frame(frame), want, rtol=1e-9, atol=1e-12)

@@ -131,8 +131,12 @@ REASON_CASES = {
     "NOVEL_PHRASE": ("What?", ["The bridge opened in 1932."], "The bridge was painted bright orange."),
     "NOVEL_WORDS": ("What?", ["The bridge opened in 1932 to traffic."], "The bridge opened in 1932 to heavy traffic."),
     "LOW_SUPPORT": ("What?", ["The bridge opened in 1932."], "Tourists enjoy ferry rides around islands."),
-    # too short for the aligned check (three shared slot words): the nearest-chunk feature explains it
-    "NEGATION_MISMATCH": ("Open?", ["The shop is open."], "The shop is not open."),
+    "LOGIC_CONFLICT": ("Why?", ["Rainfall is associated with lower sales at the market."],
+                       "Rainfall causes lower sales at the market."),
+    "LOGIC_ADDED": ("Why?", ["The road closed. Heavy snow fell overnight."], "The road closed because of snow."),
+    "LOGIC_DROPPED": ("Open?", ["The bridge is usually closed in winter."], "The bridge is closed in winter."),
+    "BORROWED": ("Who?", ["Anna Berg founded the bakery in 1990.", "The weather in Bergen is rainy."],
+                 "Anna Berg founded the bakery in Bergen in 1990."),
     "ANTONYM": ("Sales?", ["Sales increased in 2020 across the region."],
                 "Sales decreased in 2020 across the region."),
     "FIELD_CONFLICT": (None, {"name": "Cafe", "attributes": {"OutdoorSeating": False}}, "Cafe has outdoor seating."),
@@ -313,8 +317,9 @@ def test_span_gate_scores_fewer_tokens_but_same_shape(det):
     exs = load_sample().examples[:10]
     fr, _, _ = det.detector.builder_.transform_with_analyses(exs, with_targets=False, lite=True)
     _, sr = det.detector.predict_proba_and_sentences_frame(fr)
-    full = det.detector.span_tagger_.token_proba(fr, sr)
-    gated = det.detector.span_tagger_.token_proba(fr, sr, gate=0.5)
+    cr = det.detector.claim_proba_frame(fr)
+    full = det.detector.span_tagger_.token_proba(fr, sr, claim_risks=cr)
+    gated = det.detector.span_tagger_.token_proba(fr, sr, gate=0.5, claim_risks=cr)
     for tok, f, g, r in zip(fr[TOK], full, gated, sr):
         assert len(f) == len(g) == len(tok.offsets)
         low = np.asarray(r)[tok.sentence] < 0.5

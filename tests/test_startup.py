@@ -59,10 +59,11 @@ def test_cli_literals_equal_the_library_values():
     """cli.py spells the choices and defaults out (so that --help imports nothing heavy); they must stay
     what the library accepts."""
     from evqual.data import AUGMENT_VERSIONS, DEFAULT_LIMITS
-    from evqual.models import CALIBRATIONS, THRESHOLD_RULES
+    from evqual.models import CALIBRATIONS, COMPOSITIONS, THRESHOLD_RULES
     from evqual.text import ENTITY_BACKENDS
 
     assert cli.CALIBRATIONS == CALIBRATIONS
+    assert cli.COMPOSITIONS == COMPOSITIONS
     assert cli.THRESHOLD_RULES == THRESHOLD_RULES
     assert cli.AUGMENT_VERSIONS == AUGMENT_VERSIONS
     assert cli.ENTITY_BACKENDS == ENTITY_BACKENDS

@@ -229,7 +229,8 @@ def test_verifier_flags_a_wrong_year(verifier):
 
 
 def test_verifier_tau_moves_verdicts(judge):
-    out = "The bridge was painted red by Joseph Strauss."
+    # no name: the engine reads "Joseph Strauss" against the bridge's name as a swap, which refutes below tau
+    out = "The bridge was painted red by a local firm."
     strict = ClaimVerifier(judge=judge, tau=0.99).verify(context=CTX, output=out)
     lax = ClaimVerifier(judge=judge, tau=0.0).verify(context=CTX, output=out)
     assert strict.claims[0].verdict == "NO_EVIDENCE" and lax.claims[0].verdict == "SUPPORTED"

@@ -43,7 +43,8 @@ def build_frame(data, *, entity_backend: str = "regex", exclude_implicit_true: b
 def evaluate(data=None, method: str = "evqual", protocol: str = "cv5", *, frame=None, featurize_seconds=None,
              calibration: str = "sigmoid", threshold_rule: str = "f1", random_state: int = 42,
              n_splits: int = 5, entity_backend: str = "regex", progress=None, augment: str | None = None,
-             augment_rate: float = 0.5, builder=None, evidence_floor: bool = True) -> EvaluationResult:
+             augment_rate: float = 0.5, builder=None, evidence_floor: bool = True,
+             compose: str = "bounds") -> EvaluationResult:
     """Evaluate ``method`` under ``protocol`` (see :mod:`evqual.evaluation._protocols`).
 
     Parameters
@@ -66,6 +67,8 @@ def evaluate(data=None, method: str = "evqual", protocol: str = "cv5", *, frame=
         part join it; validation (calibration, threshold) and held-out rows are
         never augmented. Needs ``data`` (the examples the frame was built from).
     evidence_floor : bool, default=True
+        Passed to :class:`~evqual.models.Detector`.
+    compose : {"bounds", "none"}, default="bounds"
         Passed to :class:`~evqual.models.Detector`.
     augment_rate : float, default=0.5
     builder : FrameBuilder, optional
@@ -93,7 +96,8 @@ def evaluate(data=None, method: str = "evqual", protocol: str = "cv5", *, frame=
                                                      random_state=random_state):
         fit_idx, val_idx = _validation(frame, train_idx, protocol, random_state)
         det = Detector(spec, calibration=calibration, threshold_rule=threshold_rule,
-                       random_state=random_state, entity_backend=entity_backend, evidence_floor=evidence_floor)
+                       random_state=random_state, entity_backend=entity_backend, evidence_floor=evidence_floor,
+                       compose=compose)
         fit_frame = frame.iloc[fit_idx]
         if augmented is not None:
             aug_frame, parents = augmented

@@ -37,7 +37,7 @@ from ._engine import (
     split_claims,
 )
 from ._lexicon import LOGIC_CLASSES, LogicLexicon, inflections, logic_lexicon, stem, synonym_map
-from ._model import ClaimModel, claim_rows, monotonic_constraints, transformed_rows
+from ._model import ClaimModel, aggregate_constraints, claim_rows, monotonic_constraints, transformed_rows
 from ._reading import SpanReading, read_span
 from ._transforms import FLIP_TAGS, PRESERVE_TAGS, TransformedClaim, flip_claim, preserve_claim, transform_evidence
 from ._values import Value, read_values
@@ -57,6 +57,7 @@ __all__ = [
     "SpanReading",
     "TransformedClaim",
     "Value",
+    "aggregate_constraints",
     "claim_rows",
     "flip_claim",
     "inflections",

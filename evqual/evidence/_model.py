@@ -35,7 +35,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._engine import CLAIM_FEATURES, EvidenceEngine
 from ._transforms import flip_claim, preserve_claim, transform_evidence
 
-__all__ = ["ClaimModel", "claim_rows", "transformed_rows", "monotonic_constraints"]
+__all__ = ["ClaimModel", "claim_rows", "transformed_rows", "monotonic_constraints", "aggregate_constraints"]
 
 _UP = ("conflict", "swap", "novel", "adds", "drops", "borrowed", "reversed", "discordant", "prefix", "elsewhere",
        "second", "unsupported")
@@ -52,6 +52,17 @@ def monotonic_constraints(names=CLAIM_FEATURES) -> list[int]:
         else:
             out.append(0)
     return out
+
+
+def aggregate_constraints(names, prefix: str = "evidence.") -> list[int]:
+    """Constraints of features named ``prefix + claim feature`` (an answer's or a sentence's max, or for
+    alignment strength min, over its claims: the direction of the claim feature holds); 0 for other names.
+
+    >>> aggregate_constraints(["evidence.value.conflict.v1", "evidence.align.recall.v1", "support.min.v1"])
+    [1, -1, 0]
+    """
+    cst = dict(zip(CLAIM_FEATURES, monotonic_constraints()))
+    return [cst.get(n[len(prefix):], 0) if n.startswith(prefix) else 0 for n in names]
 
 
 class ClaimModel(ClassifierMixin, BaseEstimator):

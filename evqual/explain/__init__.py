@@ -6,10 +6,13 @@ True
 """
 
 from ._reasons import (
+    CONTRADICTION_KINDS,
     LOW_SUPPORT_ECS,
+    MAX_CLAIM_REASONS,
     REASONS,
     ReasonCode,
     citation_for,
+    claim_reasons,
     explanation_text,
     model_risk_reason,
     sentence_reasons,
@@ -17,7 +20,10 @@ from ._reasons import (
 from ._render import SORTS, iter_html, iter_markdown, render_html, render_markdown, write_report
 
 __all__ = [
+    "CONTRADICTION_KINDS",
     "LOW_SUPPORT_ECS",
+    "MAX_CLAIM_REASONS",
+    "claim_reasons",
     "REASONS",
     "SORTS",
     "ReasonCode",

@@ -9,33 +9,41 @@ same reasons.  This table is the one place the codes are defined.
 ==========================  ================================================================
 code                        raised when (per sentence)
 ==========================  ================================================================
-``NUMBER_CONFLICT``         a number of a claim where the evidence aligned with the claim
-                            states another ("69 million" vs "67 million"), or a number
-                            absent from the context while the nearest chunk states another
+``NUMBER_CONFLICT``         a value of a claim where the evidence aligned with it states
+                            another of the same kind ("69 million" vs "67 million")
 ``UNIT_CONFLICT``           the same number with another unit than its evidence ("500 g" vs
                             "500 mg")
-``DATE_CONFLICT``           a year, month or weekday where the aligned evidence has another
-``ENTITY_CONFLICT``         a name where the aligned evidence has another name in the same slot
-``ROLE_SWAP``               two names in the reverse roles of the evidence ("A beat B" vs
-                            "B beat A")
-``QUANTIFIER_SHIFT``        a quantifier or modal of another scope than the evidence's
-                            ("always" vs "usually", "must" vs "may")
-``NEGATION_CONFLICT``       a word negated on one side only (the claim against its evidence)
-``UNSUPPORTED_CLAIM``       a claim unit most of whose content words (five or more, 70%)
-                            appear nowhere in the context or the query (an added claim)
-``NUMBER_UNSUPPORTED``      a number absent from the context (no competing number nearby)
-``ENTITY_UNSUPPORTED``      a named entity with a word absent from the context
-``NOVEL_PHRASE``            two or more consecutive content words absent from the context
-                            and the query
-``NOVEL_WORDS``             single content words absent from the context and the query
+``DATE_CONFLICT``           a year, month, weekday or date where the aligned evidence has
+                            another
+``ENTITY_CONFLICT``         a name where the aligned evidence has another name
+``ROLE_SWAP``               the claim orders the evidence's names or values the other way
+                            ("A beat B" vs "B beat A")
+``QUANTIFIER_SHIFT``        a quantity, modality or frequency word of another sense than the
+                            evidence's ("always" vs "usually", "must" vs "may"), or added
+``NEGATION_CONFLICT``       a negation on one side only, a negative prefix, or a word taken
+                            from a negated evidence sentence
+``ANTONYM``                 a word whose opposite stands in the aligned evidence
+``LOGIC_CONFLICT``          another logic word (time, order, direction, comparison, condition,
+                            cause, role) of a sense the evidence's excludes ("before" vs
+                            "after", "in" vs "outside")
+``LOGIC_ADDED``             a logic word the aligned evidence does not have ("because",
+                            "always", "first")
+``LOGIC_DROPPED``           a logic word of the aligned evidence the claim leaves out ("only",
+                            "if", "not")
+``BORROWED``                a name or value that is in the context, but not in the evidence
+                            the claim is aligned with
+``UNSUPPORTED_CLAIM``       a claim most of whose content words (five or more, 70%) appear
+                            nowhere in the context or the query (an added claim)
+``NUMBER_UNSUPPORTED``      a value absent from the context
+``ENTITY_UNSUPPORTED``      a name absent from the context
+``NOVEL_PHRASE``            a claim holds runs of two or more content words absent from the
+                            context and the query (one reason per claim, quoting them)
+``NOVEL_WORDS``             a claim holds single content words absent from the context and the
+                            query (one reason per claim)
 ``LOW_SUPPORT``             evidence-chain score below 0.35: few of the sentence's words
                             are in its nearest chunk
-``NEGATION_MISMATCH``       the sentence and its nearest chunk disagree on a negation
-                            while sharing most of their words
-``ANTONYM``                 a word whose opposite is in the nearest chunk and it is not
-``FIELD_CONFLICT``          Data2txt: the claim that mentions a yes/no field of the record
-                            states it the other way (the ``field`` check; the evidence is
-                            that record line)
+``FIELD_CONFLICT``          Data2txt: the sentence states a yes/no field of the record the
+                            other way
 ``FIELD_NULL``              Data2txt: a field whose value is null is stated
 ``FIELD_ABSENT``            Data2txt: a business attribute the record does not have
 ``REFUSAL_WITH_CONTEXT``    refusal-like wording although the context covers the query
@@ -43,11 +51,20 @@ code                        raised when (per sentence)
 ``MODEL_RISK``              flagged by the model without any of the gaps above
 ==========================  ================================================================
 
+The codes up to ``NOVEL_WORDS`` come from the evidence engine
+(:mod:`evqual.evidence`): each is one :class:`~evqual.evidence.Difference`
+between a claim and the evidence it is aligned with, quoting both sides
+(``details``: ``mention``, ``evidence``, ``cls``, ``kind``, ``chunk_id``,
+offsets, and the claim's risk ``claim_risk`` when the model has a claim
+model).  With a claim model, only the claims at or above the detector's
+claim threshold give reasons: those are the claims the model found
+unsupported.
+
 Examples
 --------
 >>> from evqual.explain import REASONS
 >>> REASONS["NUMBER_CONFLICT"].template
-"unsupported number '{mention}' where the nearest evidence ({chunk_id}) says '{evidence}'"
+"'{mention}' where the aligned evidence ({chunk_id}) says '{evidence}'"
 """
 
 from __future__ import annotations
@@ -57,19 +74,18 @@ import re
 from dataclasses import dataclass
 
 from ..features import (
-    ANTONYMS,
     KNOWN_ATTRIBUTES,
+    NEGATION_RE,
     candidate_fields,
     field_lookup,
-    is_novel,
     mentions_field,
-    query_stems,
     token_set,
 )
 from ..results import Citation, Reason
-from ..text import STOP_WORDS, TOKEN_PATTERN, extract_numbers
+from ..text import STOP_WORDS, TOKEN_PATTERN
 
-__all__ = ["REASONS", "ReasonCode", "sentence_reasons", "model_risk_reason", "citation_for", "explanation_text",
+__all__ = ["REASONS", "ReasonCode", "sentence_reasons", "claim_reasons", "CONTRADICTION_KINDS", "MAX_CLAIM_REASONS",
+           "model_risk_reason", "citation_for", "explanation_text",
            "LOW_SUPPORT_ECS"]
 
 LOW_SUPPORT_ECS = 0.35
@@ -87,7 +103,7 @@ class ReasonCode:
 
 REASONS: dict[str, ReasonCode] = {r.code: r for r in (
     ReasonCode("NUMBER_CONFLICT", "conflicting number",
-               "unsupported number '{mention}' where the nearest evidence ({chunk_id}) says '{evidence}'"),
+               "'{mention}' where the aligned evidence ({chunk_id}) says '{evidence}'"),
     ReasonCode("UNIT_CONFLICT", "conflicting unit",
                "'{mention}' where the aligned evidence ({chunk_id}) says '{evidence}'"),
     ReasonCode("DATE_CONFLICT", "conflicting date",
@@ -100,20 +116,27 @@ REASONS: dict[str, ReasonCode] = {r.code: r for r in (
                "'{mention}' where the aligned evidence ({chunk_id}) says '{evidence}'"),
     ReasonCode("NEGATION_CONFLICT", "negation reverses the evidence",
                "'{mention}' is {side} in the claim but not in the aligned evidence ({chunk_id}): '{evidence}'"),
+    ReasonCode("ANTONYM", "antonym of the evidence",
+               "'{mention}' reverses '{evidence}' in the aligned evidence ({chunk_id})"),
+    ReasonCode("LOGIC_CONFLICT", "changed logic word",
+               "'{mention}' ({cls}) where the aligned evidence ({chunk_id}) says '{evidence}'"),
+    ReasonCode("LOGIC_ADDED", "added logic word",
+               "'{mention}' ({cls}) is not in the aligned evidence ({chunk_id}): '{evidence}'"),
+    ReasonCode("LOGIC_DROPPED", "dropped logic word",
+               "the claim leaves out '{evidence}' ({cls}) of the aligned evidence ({chunk_id})"),
+    ReasonCode("BORROWED", "taken from other evidence",
+               "'{mention}' is in the context, but not in the evidence this claim is aligned with ({chunk_id}): "
+               "'{evidence}'"),
     ReasonCode("UNSUPPORTED_CLAIM", "unsupported claim",
-               "the claim '{mention}' has no support: '{evidence}' appear nowhere in the context or the query"),
-    ReasonCode("NUMBER_UNSUPPORTED", "unsupported number", "number '{mention}' does not appear in the context"),
-    ReasonCode("ENTITY_UNSUPPORTED", "unsupported entity", "entity '{mention}' is absent from the context"),
+               "the claim '{mention}' has no support: {words} appear nowhere in the context or the query"),
+    ReasonCode("NUMBER_UNSUPPORTED", "unsupported number", "'{mention}' does not appear in the context"),
+    ReasonCode("ENTITY_UNSUPPORTED", "unsupported entity", "'{mention}' is absent from the context"),
     ReasonCode("NOVEL_PHRASE", "unsupported phrase",
-               "the phrase '{phrase}' has no support in the context or the query"),
+               "the claim's phrases {words} have no support in the context or the query"),
     ReasonCode("NOVEL_WORDS", "unsupported words", "words absent from the context and the query: {words}"),
     ReasonCode("LOW_SUPPORT", "low evidence-chain score",
                "low evidence-chain score ({ecs:.2f}): {recall:.0%} of the sentence's content words are in the "
                "nearest evidence ({chunk_id})"),
-    ReasonCode("NEGATION_MISMATCH", "negation reverses the evidence",
-               "the sentence {sentence_side} a negation that the nearest evidence ({chunk_id}) {evidence_side}"),
-    ReasonCode("ANTONYM", "antonym of the evidence",
-               "'{word}' reverses '{opposite}' in the nearest evidence ({chunk_id})"),
     ReasonCode("FIELD_CONFLICT", "contradicts a record field",
                "states '{field}' the other way round: the record says {value}"),
     ReasonCode("FIELD_NULL", "states an unknown field", "states '{field}', which the record leaves null"),
@@ -148,142 +171,49 @@ def citation_for(example, analysis, i: int) -> Citation | None:
     return Citation(c.id, k, c.start, c.end, text, float(analysis.match.recall[i]))
 
 
-def _closest_number(mention, chunk, sentence_values: set):
-    """The number of the chunk most like ``mention`` (same unit first, then nearest value).
-
-    ``chunk`` is the chunk's text or its number mentions (already extracted).
-    """
-    mentions = extract_numbers(chunk) if isinstance(chunk, str) else chunk
-    cands = [m for m in mentions if m.value not in sentence_values]
-    if not cands:
-        return None
-
-    def key(m):
-        try:
-            gap = abs(float(m.value) - float(mention.value))
-        except ValueError:
-            gap = float("inf")
-        return (m.unit != mention.unit, gap)
-
-    return min(cands, key=key)
-
-
-def _novel_runs(output: str, s: int, e: int, vocab, query_vocab, stems=frozenset(), q_stems=frozenset()):
-    """Runs of consecutive novel content words (stop words inside a run are kept) as (start, end, words)."""
-    runs, cur = [], None
-    for m in _TOKEN_RE.finditer(output, s, e):
-        t = m.group().lower()
-        if t in STOP_WORDS:
-            continue
-        if is_novel(t, vocab, query_vocab, stems, q_stems):
-            if cur is None:
-                cur = [m.start(), m.end(), [m.group()]]
-            else:
-                cur[1] = m.end()
-                cur[2].append(m.group())
-        elif cur is not None:
-            runs.append(cur)
-            cur = None
-    if cur is not None:
-        runs.append(cur)
-    return runs
-
-
 _UNSET = object()
 
 
-def sentence_reasons(example, analysis, i: int, *, risk: float | None = None, citation=_UNSET) -> list[Reason]:
-    """Every support gap of output sentence ``i``, in the order of :data:`REASONS`.
+def sentence_reasons(example, analysis, i: int, *, risk: float | None = None, citation=_UNSET,
+                     claim_risks=None, claim_threshold: float | None = None) -> list[Reason]:
+    """Every support gap of output sentence ``i``: the differences of its claims, then the sentence's own gaps.
 
     ``risk`` (the model's sentence risk) only fills ``MODEL_RISK``'s text,
     which is added when no other gap is found; pass ``None`` to leave it out.
     ``citation`` is the sentence's :func:`citation_for`, when the caller has it.
+    ``claim_risks`` (the risk of each claim of ``analysis.reading``, from a
+    detector's claim model) and ``claim_threshold``: only claims at or above
+    the threshold give difference reasons; without them every claim does.
     """
     output = example.output
-    s, e = analysis.offsets[i]
     sent = analysis.sentence
     index = analysis.index
     if citation is _UNSET:
         citation = citation_for(example, analysis, i)
     chunk_id = citation.chunk_id if citation else "none"
-    k = citation.chunk_index if citation else -1
     out: list[Reason] = []
     if index.n_chunks == 0:
         out.append(_reason("NO_EVIDENCE"))
-    findings = analysis.findings[i] if hasattr(analysis, "findings") else []
-    checked = set()
-    for f in findings:
-        checked.add(f.check)
-        chunk = example.chunks[f.chunk] if 0 <= f.chunk < len(example.chunks) else None
-        cid = chunk.id if chunk is not None else "none"
-        # where the evidence item stands in the context as evqual joined it (ScoreResult.context)
-        at = dict(context_start=chunk.start + f.ev_start, context_end=chunk.start + f.ev_end) if chunk else {}
-        common = dict(mention=f.mention, evidence=f.evidence, chunk_id=cid, chunk_index=f.chunk,
-                      evidence_start=f.ev_start, evidence_end=f.ev_end, start=f.start, end=f.end, check=f.check,
-                      **at)
-        if f.check == "negation":
-            negated = _negated_before(output, f.start)
-            out.append(_reason("NEGATION_CONFLICT", side="negated" if negated else "affirmed", **common))
-        elif f.check == "field":
-            label, _, value = f.evidence.rpartition(": ")
-            out.append(_reason("FIELD_CONFLICT", field=label or f.evidence, value=value.strip().lower(), **common))
-        elif f.check == "antonym":
-            out.append(_reason("ANTONYM", word=f.mention, opposite=f.evidence, chunk_id=cid, chunk_index=f.chunk,
-                               start=f.start, end=f.end, evidence_start=f.ev_start, evidence_end=f.ev_end,
-                               check=f.check, **at))
-        else:
-            out.append(_reason(_CHECK_CODES[f.check], **common))
-    # a contradiction finding stands for the gaps it covers; an unsupported claim unit leaves the specific
-    # gaps inside it (a number, a name) to be named too
-    taken = _overlap_test([(f.start, f.end) for f in findings if f.check != "unsupported"])
-    numbers, unsup_numbers = analysis.numbers
-    sentence_values = {m.value for m in numbers[i]} | {m.raw_value for m in numbers[i]}
-    for m in unsup_numbers[i]:
-        if taken(m.start, m.end):
-            continue
-        ev = _closest_number(m, _chunk_mentions(example, index, k), sentence_values) if k >= 0 else None
-        if ev is not None:
-            out.append(_reason("NUMBER_CONFLICT", mention=m.text, evidence=ev.text, chunk_id=chunk_id,
-                               start=m.start, end=m.end))
-        else:
-            out.append(_reason("NUMBER_UNSUPPORTED", mention=m.text, start=m.start, end=m.end))
-    for ent in analysis.unsupported_entities[i]:
-        if taken(ent.start, ent.end):
-            continue  # already explained by an aligned check (ENTITY_CONFLICT)
-        out.append(_reason("ENTITY_UNSUPPORTED", mention=ent.text, label=ent.label, start=ent.start, end=ent.end))
-    overlaps = _overlap_test([(r.details["start"], r.details["end"]) for r in out if "start" in r.details])
-    singles = []
-    for a, b, words in _novel_runs(output, s, e, index.vocab, analysis.query_vocab, index.stem_vocab,
-                                   query_stems(analysis.query_vocab)):
-        if overlaps(a, b):
-            continue  # already explained as a number or an entity
-        if len(words) >= 2:
-            out.append(_reason("NOVEL_PHRASE", phrase=output[a:b], start=a, end=b))
-        elif not words[0].isdigit():
-            singles.append(words[0])
-    if singles:
-        out.append(_reason("NOVEL_WORDS", words=", ".join(f"'{w}'" for w in dict.fromkeys(singles)),
-                           word_list=list(dict.fromkeys(singles))))
+    found = _finding_reasons(example, analysis, i)
+    out.extend(found)
+    # the engine's differences, except where a check already names the gap
+    taken = _overlap_test([(r.details["start"], r.details["end"]) for r in found])
+    named = {(r.code, r.details["start"]) for r in found}
+    out.extend(r for r in claim_reasons(example, analysis, i, claim_risks=claim_risks,
+                                         claim_threshold=claim_threshold)
+               if not taken(r.details["start"], r.details["end"])
+               and not any(code == r.code and r.details["claim_start"] <= at < r.details["claim_end"]
+                           for code, at in named))
+    s, e = analysis.offsets[i]
     ecs = float(sent["sent.chain.ecs.v2"][i])
     if index.n_chunks and ecs < LOW_SUPPORT_ECS and analysis.match.n_content[i] > 0:
         out.append(_reason("LOW_SUPPORT", ecs=ecs, recall=float(analysis.match.recall[i]), chunk_id=chunk_id))
-    if sent["sent.negation.mismatch.v1"][i] and k >= 0 and "negation" not in checked:
-        chunk_neg = index.chunk_negation(k)[0]
-        out.append(_reason("NEGATION_MISMATCH", chunk_id=chunk_id,
-                           sentence_side="has" if not chunk_neg else "lacks",
-                           evidence_side="does not have" if not chunk_neg else "has"))
-    if sent["sent.negation.antonym.v1"][i] and k >= 0 and "antonym" not in checked:
-        near = index.chunk_negation(k)[1]
-        for m in _TOKEN_RE.finditer(output, s, e):
-            t = m.group().lower()
-            opp = [o for o in sorted(ANTONYMS.get(t, ())) if o in near]
-            if opp and t not in near:
-                out.append(_reason("ANTONYM", word=m.group(), opposite=opp[0], chunk_id=chunk_id,
-                                   start=m.start(), end=m.end()))
-                break
     if (sent["sent.structure.conflict.v1"][i] or sent["sent.structure.null.v1"][i]
             or sent["sent.structure.absent.v1"][i]):
-        out.extend(_field_reasons(output, s, e, index))
+        reading = getattr(analysis, "reading", None)
+        claims = [(c.start, c.end) for c in reading.claims if s <= c.start < e] if reading is not None else []
+        out.extend(r for r in _field_reasons(output, s, e, index, claims)
+                   if not (r.code == "FIELD_CONFLICT" and any(f.code == "FIELD_CONFLICT" for f in found)))
     if sent["sent.refusal.v1"][i] and index.n_chunks:
         # the share of the query's content words in the context: the coverage feature, computed once
         cov = analysis.response.get("coverage.query_context.v1")
@@ -297,9 +227,33 @@ def sentence_reasons(example, analysis, i: int, *, risk: float | None = None, ci
     return out
 
 
+def _finding_reasons(example, analysis, i: int) -> list[Reason]:
+    """The reasons of the claim-aligned checks (``check`` family) that fired in sentence ``i``."""
+    out = []
+    for f in (analysis.findings[i] if hasattr(analysis, "findings") else []):
+        if f.check == "unsupported":
+            continue  # the engine names unsupported claims (UNSUPPORTED_CLAIM) with their words
+        chunk = example.chunks[f.chunk] if 0 <= f.chunk < len(example.chunks) else None
+        cid = chunk.id if chunk is not None else "none"
+        # where the evidence item stands in the context as evqual joined it (ScoreResult.context)
+        at = dict(context_start=chunk.start + f.ev_start, context_end=chunk.start + f.ev_end) if chunk else {}
+        common = dict(mention=f.mention, evidence=f.evidence, chunk_id=cid, chunk_index=f.chunk,
+                      evidence_start=f.ev_start, evidence_end=f.ev_end, start=f.start, end=f.end, check=f.check,
+                      kind="conflict", **at)
+        if f.check == "negation":
+            out.append(_reason("NEGATION_CONFLICT", side="negated" if _negated_before(example.output, f.start)
+                               else "affirmed", **common))
+        elif f.check == "field":
+            label, _, value = f.evidence.rpartition(": ")
+            out.append(_reason("FIELD_CONFLICT", field=label or f.evidence, value=value.strip().lower(), **common))
+        else:
+            out.append(_reason(_CHECK_CODES[f.check], **common))
+    return out
+
+
 _CHECK_CODES = {"number": "NUMBER_CONFLICT", "unit": "UNIT_CONFLICT", "date": "DATE_CONFLICT",
                 "entity": "ENTITY_CONFLICT", "role": "ROLE_SWAP", "quantifier": "QUANTIFIER_SHIFT",
-                "displaced": "ENTITY_CONFLICT", "unsupported": "UNSUPPORTED_CLAIM"}
+                "displaced": "ENTITY_CONFLICT", "antonym": "ANTONYM"}
 _NEG_BEFORE = re.compile(r"\b(?:no|not|never|without|cannot|unable|failed|refused|denied)\W+(?:\w+\W+){0,2}$|"
                          r"n['\u2019]t\W+(?:\w+\W+){0,2}$", re.IGNORECASE)
 
@@ -309,11 +263,142 @@ def _negated_before(output: str, pos: int) -> bool:
     return _NEG_BEFORE.search(output[max(0, pos - 40):pos]) is not None
 
 
-def _chunk_mentions(example, index, k: int):
-    """Number mentions of chunk ``k``, extracted once per context (cached on its index)."""
-    if index is not None and hasattr(index, "chunk_mentions"):
-        return index.chunk_mentions(k)
-    return extract_numbers(example.chunk_text(k))
+_LOGIC_CODES = {"polarity": "NEGATION_CONFLICT", "quantity": "QUANTIFIER_SHIFT", "modality": "QUANTIFIER_SHIFT",
+                "frequency": "QUANTIFIER_SHIFT"}
+_OPPOSITES = ("direction", "comparison")
+"""Logic classes whose exclusive senses are opposites ("increased" / "decreased"): a conflict is an ``ANTONYM``."""
+"""Logic classes (``evidence/logic.tsv``) with a reason code of their own; the others are ``LOGIC_*``."""
+CONTRADICTION_KINDS = ("conflict", "swap", "reversed", "prefix", "borrowed_negated")
+"""Kinds of difference that contradict the evidence (the others add to it or leave it out)."""
+_DATE_KINDS = ("year", "month", "day", "date", "weekday")
+MAX_CLAIM_REASONS = 4
+"""Difference reasons given per claim (contradictions first); novel words make one more."""
+
+
+def _diff_code(d, value_kinds=None) -> str | None:
+    """The reason code of an engine :class:`~evqual.evidence.Difference` (``None``: not a reason)."""
+    if d.cls == "value":
+        if d.kind == "conflict":
+            (kind_c, raw_c, key_c), (kind_e, raw_e, key_e) = value_kinds or (("", None, ""), ("", None, ""))
+            if kind_c in _DATE_KINDS or kind_e in _DATE_KINDS:
+                return "DATE_CONFLICT"
+            if raw_c is not None and raw_c == raw_e and key_c != key_e:
+                return "UNIT_CONFLICT"  # the same number, another unit
+            return "NUMBER_CONFLICT"
+        return {"novel": "NUMBER_UNSUPPORTED", "borrowed": "BORROWED"}.get(d.kind)
+    if d.cls == "name":
+        return {"swap": "ENTITY_CONFLICT", "novel": "ENTITY_UNSUPPORTED", "borrowed": "BORROWED"}.get(d.kind)
+    if d.cls == "order":
+        return "ROLE_SWAP"
+    if d.cls == "opposite":
+        return "ANTONYM"
+    if d.cls == "polarity" or d.kind == "borrowed_negated":
+        return "NEGATION_CONFLICT"
+    if d.cls == "word":
+        return None  # novel words: one reason per claim (below); borrowed words: too common to name
+    if d.cls in _OPPOSITES and d.kind == "conflict":
+        return "ANTONYM"
+    if d.cls in _LOGIC_CODES and d.kind != "drops":
+        return _LOGIC_CODES[d.cls]
+    return {"conflict": "LOGIC_CONFLICT", "adds": "LOGIC_ADDED", "drops": "LOGIC_DROPPED"}.get(d.kind)
+
+
+def _value_kinds(d) -> tuple:
+    from ..evidence import read_values
+
+    def kind(text):
+        vals = read_values(text) if text else []
+        return (vals[0].kind, vals[0].raw, vals[0].key) if vals else ("", None, "")
+
+    return kind(d.claim_text), kind(d.evidence_text)
+
+
+def claim_reasons(example, analysis, i: int, *, claim_risks=None, claim_threshold: float | None = None
+                  ) -> list[Reason]:
+    """The reasons of the claims of output sentence ``i``: one per difference the evidence engine read
+    between a claim and its aligned evidence (at most :data:`MAX_CLAIM_REASONS` per claim, contradictions
+    first), plus one for the claim's novel words.  See :func:`sentence_reasons` for ``claim_risks`` and
+    ``claim_threshold``."""
+    reading = getattr(analysis, "reading", None)
+    if reading is None or not reading.claims:
+        return []
+    s, e = analysis.offsets[i]
+    out: list[Reason] = []
+    for c_i, claim in enumerate(reading.claims):
+        if not s <= claim.start < e:
+            continue
+        c_risk = float(claim_risks[c_i]) if claim_risks is not None and c_i < len(claim_risks) else None
+        if c_risk is not None and claim_threshold is not None and c_risk < claim_threshold:
+            continue
+        out.extend(_one_claim(example, claim, c_risk))
+    return out
+
+
+def _one_claim(example, claim, c_risk) -> list[Reason]:
+    found, novel = [], []
+    for d in claim.differences:
+        if d.cls == "word" and d.kind == "novel" and d.claim is not None:
+            novel.append(d)
+            continue
+        code = _diff_code(d, _value_kinds(d) if d.cls == "value" and d.kind == "conflict" else None)
+        if code is not None:
+            found.append((d.kind not in CONTRADICTION_KINDS, code, d))
+    found.sort(key=lambda t: t[0])  # contradictions first, then in the order read
+    out = [_diff_reason(example, claim, code, d, c_risk) for _, code, d in found[:MAX_CLAIM_REASONS]]
+    named = _overlap_test([(r.details["start"], r.details["end"]) for r in out])
+    novel = [d for d in novel if not named(*d.claim)]  # a word already quoted as a difference is not repeated
+    if novel:
+        words = list(dict.fromkeys(d.claim_text for d in novel))
+        quoted = ", ".join(f"'{w}'" for w in words[:6]) + (f" and {len(words) - 6} more" if len(words) > 6 else "")
+        n_words = sum(len(w.split()) for w in words)
+        share = float(claim.features[_UNSUPPORTED_SHARE]) if _UNSUPPORTED_SHARE is not None else 0.0
+        start, end = novel[0].claim[0], novel[-1].claim[1]
+        common = dict(words=quoted, word_list=words, start=start, end=end, claim_start=claim.start,
+                      claim_end=claim.end, cls="word", kind="novel")
+        if c_risk is not None:
+            common["claim_risk"] = c_risk
+        if n_words >= 5 and share >= 0.7:
+            out.append(_reason("UNSUPPORTED_CLAIM", mention=claim.text, **common))
+        elif any(len(w.split()) >= 2 for w in words):
+            out.append(_reason("NOVEL_PHRASE", **common))
+        else:
+            out.append(_reason("NOVEL_WORDS", **common))
+    return out
+
+
+def _column(name):
+    from ..evidence import CLAIM_FEATURES
+
+    return CLAIM_FEATURES.index(name) if name in CLAIM_FEATURES else None
+
+
+_UNSUPPORTED_SHARE = _column("word.unsupported_share.v1")
+
+
+def _diff_reason(example, claim, code, d, c_risk) -> Reason:
+    chunk = k = None
+    ev_start = ev_end = None
+    where = d.evidence if d.evidence is not None else claim.unit
+    evidence = d.evidence_text
+    if where is not None:
+        k, ev_start, ev_end = where
+        chunk = example.chunks[k] if 0 <= k < len(example.chunks) else None
+        if not evidence:
+            evidence = example.chunk_text(k)[ev_start:ev_end] if chunk is not None else example.context[ev_start:ev_end]
+    start, end = d.claim if d.claim is not None else (claim.start, claim.end)
+    mention = d.claim_text or claim.text
+    details = dict(mention=mention, evidence=evidence or "", cls=d.cls, kind=d.kind, sense=d.sense,
+                   chunk_id=chunk.id if chunk is not None else "none", chunk_index=k if k is not None else -1,
+                   start=start, end=end, claim_start=claim.start, claim_end=claim.end)
+    if ev_start is not None:
+        details.update(evidence_start=ev_start, evidence_end=ev_end)
+        base = chunk.start if chunk is not None else 0
+        details.update(context_start=base + ev_start, context_end=base + ev_end)
+    if c_risk is not None:
+        details["claim_risk"] = c_risk
+    if code == "NEGATION_CONFLICT":
+        details["side"] = "affirmed" if d.kind == "drops" else "negated"
+    return _reason(code, **details)
 
 
 def _overlap_test(intervals):
@@ -343,24 +428,37 @@ def _overlap_test(intervals):
     return overlaps
 
 
-def _field_reasons(output, s, e, index) -> list[Reason]:
+def _field_reasons(output, s, e, index, claims=()) -> list[Reason]:
+    """Record-field reasons of the sentence ``output[s:e]``: null and absent fields, and a yes/no field a
+    claim (``(start, end)`` spans; the sentence when none) states the other way."""
     fields, keys = index.fields
-    toks = [t.lower() for t in _TOKEN_RE.findall(output[s:e])]
-    tset = token_set([t for t in toks if t not in STOP_WORDS]) | set(toks)
     out = []
     lookup = index.field_lookup if hasattr(index, "field_lookup") else field_lookup(fields)
+    conflicts = set()
+    for a, b in (claims or [(s, e)]):
+        ctoks = [t.lower() for t in _TOKEN_RE.findall(output[a:b])]
+        cset = token_set([t for t in ctoks if t not in STOP_WORDS]) | set(ctoks)
+        negated = NEGATION_RE.search(output, a, b) is not None
+        for j in candidate_fields(lookup, cset):
+            label, kind, phrase, joined = fields[j]
+            if kind in ("true", "false") and mentions_field(phrase, joined, cset) and (kind == "false") != negated:
+                conflicts.add((label, kind))
+    for label, kind in sorted(conflicts):
+        out.append(_reason("FIELD_CONFLICT", field=label, value="no" if kind == "false" else "yes"))
+    toks = [t.lower() for t in _TOKEN_RE.findall(output[s:e])]
+    tset = token_set([t for t in toks if t not in STOP_WORDS]) | set(toks)
     for j in candidate_fields(lookup, tset):
         label, kind, phrase, joined = fields[j]
-        if not mentions_field(phrase, joined, tset):
-            continue
-        if kind == "null":
+        if kind == "null" and mentions_field(phrase, joined, tset):
             out.append(_reason("FIELD_NULL", field=label))
-        # FIELD_CONFLICT comes from the claim-aligned ``field`` check (the claim that mentions the field),
-        # not from a negation anywhere in the sentence
     for key, words in KNOWN_ATTRIBUTES.items():
         if key.lower() not in keys and all(w in tset for w in words):
             out.append(_reason("FIELD_ABSENT", attribute=key))
     return out
+
+
+PARAGRAPH_REASONS = 3
+"""Reasons quoted in the paragraph of :func:`explanation_text` (the rest are counted; all are listed)."""
 
 
 def explanation_text(flagged: bool, risk: float, threshold: float, reasons, citation, *, why: str = "risk") -> str:
@@ -386,7 +484,9 @@ def explanation_text(flagged: bool, risk: float, threshold: float, reasons, cita
         verdict = f"Flagged (the riskiest sentence of a flagged answer; sentence risk {risk:.2f})"
     else:
         verdict = f"Flagged (risk {risk:.2f} >= {threshold:.2f})"
-    parts = [r.text for r in reasons]
+    parts = [r.text for r in reasons[:PARAGRAPH_REASONS]]
+    if len(reasons) > PARAGRAPH_REASONS:
+        parts.append(f"{len(reasons) - PARAGRAPH_REASONS} more listed")
     text = verdict + (" because " + "; ".join(parts) if flagged and parts else "")
     if not flagged and why == "note" and parts:
         text += "; noted: " + "; ".join(parts)

@@ -10,13 +10,14 @@ families that can be switched on and off.
 ['number.count.v2', 'number.unsupported_count.v2', 'number.new_rate.v2', 'number.conflict.v2']
 """
 
-from ._analysis import Analysis, SentenceEvidence, analyze, analyze_many
+from ._analysis import Analysis, SentenceEvidence, analyze, analyze_many, claim_sentences
 from ._featurizer import EvidenceFeaturizer, InvalidParameterError, as_examples
 from ._lexical import ECS_WEIGHTS
 from ._checks import CHECKS, split_claims
 from ._novelty import ANTONYMS, is_novel, query_stems
 from ._registry import (
     CONTENT_FAMILIES,
+    EVIDENCE_MIN,
     FAMILIES,
     FEATURES,
     FeatureSpec,
@@ -26,7 +27,7 @@ from ._registry import (
     meta_feature_name,
 )
 from ._similarity import ContextCache, ContextIndex
-from ._structure import KNOWN_ATTRIBUTES, candidate_fields, field_lookup, mentions_field, token_set
+from ._structure import KNOWN_ATTRIBUTES, NEGATION_RE, candidate_fields, field_lookup, mentions_field, token_set
 from ._surface import REFUSAL_PATTERN, is_refusal
 from ._token_features import TOKEN_FEATURE_NAMES, TokenBlock, token_block
 
@@ -35,6 +36,7 @@ __all__ = [
     "CHECKS",
     "split_claims",
     "KNOWN_ATTRIBUTES",
+    "NEGATION_RE",
     "candidate_fields",
     "field_lookup",
     "mentions_field",
@@ -42,6 +44,8 @@ __all__ = [
     "is_novel",
     "query_stems",
     "CONTENT_FAMILIES",
+    "EVIDENCE_MIN",
+    "claim_sentences",
     "ECS_WEIGHTS",
     "FAMILIES",
     "FEATURES",

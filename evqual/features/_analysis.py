@@ -13,6 +13,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..evidence import CLAIM_FEATURES, EvidenceEngine
 from ..text import split_sentences
 from ._checks import checks_response, claim_checks
 from ._drift import (
@@ -36,7 +37,7 @@ from ._novelty import negation_response, negation_sentence, novelty_response, no
 from ._structure import structure_response, structure_sentence
 from ._surface import length_response, length_sentence, refusal_response, refusal_sentence, task_features
 
-__all__ = ["Analysis", "SentenceEvidence", "analyze", "analyze_many"]
+__all__ = ["Analysis", "SentenceEvidence", "analyze", "analyze_many", "claim_sentences"]
 
 
 @lru_cache(maxsize=4096)
@@ -116,6 +117,11 @@ class Analysis:
         return self._parts[2]
 
     @property
+    def reading(self):
+        """The evidence engine's :class:`~evqual.evidence.Reading` of the output (claims, evidence, differences)."""
+        return self._parts[6]
+
+    @property
     def findings(self) -> list:
         """Per sentence: the :class:`~evqual.features._checks.Finding` s of its claims (``check`` family)."""
         return self._parts[5]
@@ -125,7 +131,47 @@ class Analysis:
         return self.match.novel_tokens[i]
 
 
-def analyze(example, entities, cache: ContextCache | None = None, claims=None) -> Analysis:
+_MIN_COLS = None
+
+
+def _evidence_features(reading, sentences):
+    """Response and sentence features of the ``evidence`` family from an engine :class:`~evqual.evidence.Reading`:
+    the max over the claims (for the features of :data:`~evqual.features.EVIDENCE_MIN`, the min)."""
+    global _MIN_COLS
+    from ._registry import EVIDENCE_MIN
+
+    if _MIN_COLS is None:
+        _MIN_COLS = np.array([n in EVIDENCE_MIN for n in CLAIM_FEATURES])
+    M = reading.matrix
+    k = len(CLAIM_FEATURES)
+    agg = np.where(_MIN_COLS, M.min(axis=0), M.max(axis=0)) if len(M) else np.zeros(k)
+    resp = {"evidence.claims.v1": float(len(M))}
+    resp.update(zip(("evidence." + n for n in CLAIM_FEATURES), agg.tolist()))
+    n_sent = len(sentences)
+    S = np.zeros((n_sent, k))
+    if len(M) and n_sent:
+        owner = claim_sentences(reading.claims, sentences)
+        seen = np.zeros(n_sent, dtype=bool)
+        for row, o in zip(M, owner):
+            if not seen[o]:
+                S[o] = row
+                seen[o] = True
+            else:
+                S[o] = np.where(_MIN_COLS, np.minimum(S[o], row), np.maximum(S[o], row))
+    sent = {"sent.evidence." + name: S[:, j] for j, name in enumerate(CLAIM_FEATURES)}
+    return resp, sent
+
+
+def claim_sentences(claims, sentences) -> np.ndarray:
+    """The index of the sentence holding each claim's start (claims and sentences in output order)."""
+    starts = np.asarray([s for s, _ in sentences], dtype=np.int64)
+    if not len(starts):
+        return np.zeros(len(claims), dtype=np.int64)
+    at = np.asarray([c.start for c in claims], dtype=np.int64)
+    return np.maximum(np.searchsorted(starts, at, side="right") - 1, 0)
+
+
+def analyze(example, entities, cache: ContextCache | None = None, claims=None, engine=None) -> Analysis:
     """Analyse one example.
 
     Parameters
@@ -176,6 +222,10 @@ def analyze(example, entities, cache: ContextCache | None = None, claims=None) -
                                  query_stems(q_set))
     negation_s = negation_sentence(output, sentences, sent_tokens, match.nearest, match.recall, index)
     check_s, findings = claim_checks(output, sentences, index.evidence_units, example.query or "", claims)
+    engine = engine if engine is not None else EvidenceEngine(cache_size=1)
+    chunk_texts = [example.context[c.start:c.end] for c in example.chunks] or [example.context]
+    reading = engine.read(output, chunk_texts, example.query or "", claims=claims)
+    evidence_r, evidence_s = _evidence_features(reading, sentences)
 
     response: dict = {}
     cov = coverage_features(out_set, q_set, index.vocab)
@@ -189,6 +239,7 @@ def analyze(example, entities, cache: ContextCache | None = None, claims=None) -
     response.update(novelty_response(novelty_s, sent_tokens))
     response.update(negation_response(negation_s))
     response.update(checks_response(check_s))
+    response.update(evidence_r)
     response.update(length_response(n_out, index.n_tokens, n_query, len(sentences), index.n_chunks))
     response.update(task_features(example.task_type))
 
@@ -201,11 +252,13 @@ def analyze(example, entities, cache: ContextCache | None = None, claims=None) -
     sentence.update(novelty_s)
     sentence.update(negation_s)
     sentence.update(check_s)
+    sentence.update(evidence_s)
     sentence.update(length_sentence(np.asarray(sent_all, dtype=np.float64), index.n_chunks))
     for name, value in task_features(example.task_type, prefix="sent.").items():
         sentence[name] = np.full(n, value)
 
-    return Analysis(response, sentence, match, (sentences, unsup_numbers, unsup_ents, refusal, numbers, findings),
+    return Analysis(response, sentence, match, (sentences, unsup_numbers, unsup_ents, refusal, numbers, findings,
+                                                 reading),
                     index=index, query_vocab=q_set)
 
 
@@ -215,6 +268,7 @@ def analyze_many(examples, extractor=None, cache: ContextCache | None = None, pr
     (``None``: the rules backend) batch by batch."""
     examples = list(examples)
     cache = cache if cache is not None else ContextCache()
+    engine = EvidenceEngine()
     out = []
     for b in range(0, len(examples), batch_size):
         batch = examples[b:b + batch_size]
@@ -228,7 +282,7 @@ def analyze_many(examples, extractor=None, cache: ContextCache | None = None, pr
         else:
             claims = [None] * len(batch)
         for ex, ents, cl in zip(batch, entities, claims):
-            out.append(analyze(ex, ents, cache, cl))
+            out.append(analyze(ex, ents, cache, cl, engine=engine))
         if progress is not None:
             progress(len(out))
     return out

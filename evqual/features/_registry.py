@@ -27,6 +27,11 @@ family                     what it measures
 ``check``                  claim-aligned contradiction checks (numbers, units,
                            dates, negation, antonyms, entities, role swaps,
                            quantifiers; see :mod:`evqual.features._checks`)
+``evidence``               the evidence engine (:mod:`evqual.evidence`): each
+                           claim aligned to its evidence sentence and the
+                           difference read by class; the answer and each
+                           sentence take the max (for alignment strength the
+                           min) over their claims
 ``refusal``                refusal wording
 ``length``                 sizes and ratios of output, context, query
 ``task``                   one-hot task indicator
@@ -46,6 +51,7 @@ __all__ = [
     "FEATURES",
     "FAMILIES",
     "CONTENT_FAMILIES",
+    "EVIDENCE_MIN",
     "TASKS",
     "list_features",
     "feature_spec",
@@ -222,13 +228,44 @@ _SPECS = [
     ("sent.task.data2txt.v1", "task", _S, 0, 1, "1 for task Data2txt"),
 ]
 
+EVIDENCE_MIN = frozenset({"align.recall.v1", "align.recall2.v1", "align.recall_context.v1", "align.subject.v1",
+                          "align.margin.v1", "align.evidence_items.v1", "order.tau.v1"})
+"""Claim features whose answer (and sentence) value is the minimum over claims (the weakest claim); the
+others take the maximum."""
+
+
+def _claim_range(name: str) -> tuple[float, float]:
+    if name == "order.tau.v1":
+        return -1.0, 1.0
+    share = name.endswith(("unsupported_share.v1", "negated.v1"))
+    if (name.startswith("align.") and name not in ("align.competitors.v1", "align.evidence_items.v1")) or share \
+            or (".conflict" in name and name.startswith("logic.")):
+        return 0.0, 1.0
+    return 0.0, INF
+
+
+def _evidence_specs():
+    from ..evidence import CLAIM_FEATURE_TABLE
+
+    rows = [("evidence.claims.v1", "evidence", _R, 0, INF, "claims of the answer read by the evidence engine")]
+    for level, prefix in ((_R, "evidence."), (_S, "sent.evidence.")):
+        where = "the answer's" if level == _R else "the sentence's"
+        for name, desc in CLAIM_FEATURE_TABLE:
+            agg = "min" if name in EVIDENCE_MIN else "max"
+            lo, hi = _claim_range(name)
+            rows.append((prefix + name, "evidence", level, lo, hi, f"{agg} over {where} claims: {desc}"))
+    return rows
+
+
+_SPECS += _evidence_specs()
+
 FEATURES: dict[str, FeatureSpec] = {
     name: FeatureSpec(name, fam, lvl, float(lo), float(hi), desc) for name, fam, lvl, lo, hi, desc in _SPECS
 }
 """Every static feature, by name, in canonical (output) order."""
 
 CONTENT_FAMILIES = ("coverage", "support", "semantic", "chain", "entity", "number", "structure", "novelty",
-                    "negation", "check", "refusal", "length", "task")
+                    "negation", "check", "evidence", "refusal", "length", "task")
 FAMILIES = CONTENT_FAMILIES + ("meta",)
 
 META_NUMERIC = (

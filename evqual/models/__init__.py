@@ -8,6 +8,7 @@
 from ._detector import (
     CALIBRATION_FOLDS,
     CALIBRATIONS,
+    COMPOSITIONS,
     FLOOR_CHECKS,
     FLOOR_MIN_PRECISION,
     FLOOR_PRIOR,
@@ -15,6 +16,7 @@ from ._detector import (
     Detections,
     Detector,
     check_training_data,
+    compose_risks,
     evidence_floors,
     grouped_folds,
     seed002_objective,
@@ -23,7 +25,7 @@ from ._detector import (
 )
 from ._audit import audit_objects, load_audited, read_model_meta, templates_for
 from ._estimators import FeatureSelector, SentenceMaxClassifier, StackedEvidenceClassifier, TextColumn
-from ._frame import SENT, TOK, FrameBuilder, LiteFrame, SentenceBlock
+from ._frame import CLAIM, SENT, TOK, ClaimBlock, FrameBuilder, LiteFrame, SentenceBlock, claim_block
 from ._io import (
     META_FORMAT,
     MODEL_SHA256_ENV,
@@ -61,14 +63,19 @@ __all__ = [
     "METRIC_KEYS",
     "SEED_002",
     "SENT",
-    "TOK",
-    "binary_metrics",
-    "grouped_folds",
-    "project_sentences",
+    "COMPOSITIONS",
+    "compose_risks",
     "FLOOR_CHECKS",
     "FLOOR_MIN_PRECISION",
     "FLOOR_PRIOR",
     "evidence_floors",
+    "CLAIM",
+    "ClaimBlock",
+    "claim_block",
+    "TOK",
+    "binary_metrics",
+    "grouped_folds",
+    "project_sentences",
     "CALIBRATIONS",
     "RESPONSE_FALLBACK",
     "RESPONSE_VARIANTS",

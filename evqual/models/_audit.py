@@ -120,6 +120,7 @@ TRUSTED_TYPES = frozenset({
     ("evqual.models._estimators.StackedEvidenceClassifier", "ObjectNode"),
     ("evqual.models._estimators.TextColumn", "ObjectNode"),
     ("evqual.models._spans.SpanTagger", "ObjectNode"),
+    ("evqual.evidence._model.ClaimModel", "ObjectNode"),
     # scikit-learn
     ("sklearn._loss._loss.CyHalfBinomialLoss", "LossNode"),
     ("sklearn._loss.link.Interval", "ObjectNode"),

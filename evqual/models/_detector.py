@@ -26,14 +26,16 @@ from sklearn.metrics import f1_score, make_scorer, precision_score, recall_score
 from sklearn.model_selection import FixedThresholdClassifier, StratifiedGroupKFold, TunedThresholdClassifierCV
 
 from ._fasttrees import fast_decision, fast_proba
-from ._frame import TOK, FrameBuilder
+from ._frame import CLAIM, TOK, FrameBuilder
 from ._methods import RESPONSE_FALLBACK, MethodSpec, get_method
 from ._spans import tokens_to_spans
 
-__all__ = ["Detector", "Detections", "THRESHOLD_RULES", "CALIBRATIONS", "seed002_objective", "validation_split",
+__all__ = ["Detector", "Detections", "THRESHOLD_RULES", "CALIBRATIONS", "COMPOSITIONS", "compose_risks",
+           "seed002_objective", "validation_split",
            "CALIBRATION_FOLDS", "check_training_data", "training_needs"]
 
 CALIBRATIONS = ("sigmoid", "isotonic", "none")
+COMPOSITIONS = ("bounds", "none")
 THRESHOLD_RULES = ("f1", "seed002")
 
 
@@ -213,6 +215,33 @@ def _has_sentence_labels(frame) -> bool:
     return any(b.labels is not None and len(b.labels) and (np.asarray(b.labels) == 1).any() for b in frame[SENT])
 
 
+def _logit(p) -> np.ndarray:
+    p = np.clip(np.asarray(p, dtype=np.float64), 1e-6, 1 - 1e-6)
+    return np.log(p / (1.0 - p))
+
+
+def compose_risks(answer_risk, sentence_risks) -> np.ndarray:
+    """The answer's risk on the scale of its sentences' calibrated risks: ``clip(answer, max_j s_j, sum_j s_j)``.
+
+    An answer is at least as likely to be hallucinated as its most likely hallucinated sentence, and at most
+    as likely as any of its sentences is (the union bound, capped at 1).  The learned answer risk (its priors:
+    task, style, wording) is kept where it lies between the two; outside, the bound the sentences set wins, so
+    the sentences a user reads as the reasons are the reasons for the decision.  An answer without sentences
+    keeps its risk.
+
+    Examples
+    --------
+    >>> compose_risks(np.array([0.17, 0.80, 0.40]),
+    ...               [np.array([0.59, 0.1]), np.array([0.03]), np.array([0.2, 0.3])]).round(2).tolist()
+    [0.59, 0.03, 0.4]
+    """
+    out = np.asarray(answer_risk, dtype=np.float64).copy()
+    for i, s in enumerate(sentence_risks):
+        if len(s):
+            out[i] = min(max(out[i], float(np.max(s))), min(1.0, float(np.sum(s))))
+    return out
+
+
 def tune_threshold(estimator, X, y, rule: str = "f1"):
     """Tune the decision threshold of a fitted ``estimator`` on ``(X, y)``; return the tuned classifier."""
     if rule not in THRESHOLD_RULES:
@@ -267,11 +296,15 @@ class Detections(NamedTuple):
         Their analyses (sentences, offsets, evidence, check findings), which
         explanations read.
     risk : numpy.ndarray of shape (n_examples,)
-        Calibrated response risks (floored by the evidence checks).
+        Calibrated response risks (composed with the sentence risks, ``compose="bounds"``; floored by the
+        evidence checks).
     sentence_risk : list of numpy.ndarray or None
         Raw sentence risks per example (sentence-level methods only).
     spans : list of list of (start, end, risk) or None
         Predicted character spans per example (methods with a span tagger).
+    claim_risk : list of numpy.ndarray or None
+        Risk of each claim the evidence engine read (``analysis.reading.claims``), per example (methods with a
+        claim model).
     """
 
     examples: list
@@ -279,6 +312,7 @@ class Detections(NamedTuple):
     risk: np.ndarray
     sentence_risk: list | None
     spans: list | None
+    claim_risk: list | None = None
 
 
 class Detector:
@@ -312,11 +346,19 @@ class Detector:
         and calibration data (the posterior mean under the prior
         :data:`FLOOR_PRIOR`), whatever the learned model says, where that
         precision is at least :data:`FLOOR_MIN_PRECISION` (see
-        :func:`evidence_floors`).  The threshold is tuned on the floored risks.
+        :func:`evidence_floors`).  The floor acts after ``compose``; the threshold is tuned on the floored risks.
         Only evqual's own methods (``evqual``, ``evqual-meta``) are floored;
         the seeds' baselines are left as their seeds describe them.
         The response model is also constrained never to lower the risk when
         a check fires more (monotonic constraints).
+    compose : {"bounds", "none"}, default="bounds"
+        For methods that score sentences: calibrate the sentence risks on the
+        validation sentences (sigmoid) and compose the answer risk with them
+        (:func:`compose_risks`: at least the highest sentence risk, at most
+        their sum), so that answer, sentences and their reasons share one
+        scale; the answer threshold is tuned on the composed risks and the
+        sentence threshold on the calibrated sentence risks.  ``"none"``
+        keeps raw sentence scores and the answer risk as calibrated.
 
     Attributes
     ----------
@@ -333,6 +375,11 @@ class Detector:
         training part with out-of-fold sentence risks.
     span_threshold_ : float or None
         Token threshold of the tagger, maximising character F1 on validation.
+    sentence_calibrator_ : object or None
+        The sigmoid map of the sentence model's raw scores (``compose="bounds"``).
+    claim_threshold_ : float or None
+        The claim risk at which a claim is flagged (validation claim F1; methods with a claim model): the
+        differences of flagged claims are the reasons explanations give.
     evidence_floor_ : dict
         ``"<task>:<check feature>"`` (task ``"*"``: any) to its risk floor
         (empty when ``evidence_floor`` is off).
@@ -356,7 +403,7 @@ class Detector:
     def __init__(self, method: str, *, calibration: str = "sigmoid", threshold_rule: str = "f1",
                  entity_backend: str = "regex", validation_size: float = 0.2, random_state: int = 42,
                  exclude_implicit_true: bool = False, augment: str | None = None, augment_rate: float = 0.5,
-                 evidence_floor: bool = True):
+                 evidence_floor: bool = True, compose: str = "bounds"):
         self.method = method
         self.calibration = calibration
         self.threshold_rule = threshold_rule
@@ -367,6 +414,11 @@ class Detector:
         self.augment = augment
         self.augment_rate = augment_rate
         self.evidence_floor = evidence_floor
+        self.compose = compose
+
+    compose = "none"  # detectors saved before the parameter existed load without composition
+    sentence_calibrator_ = None
+    claim_threshold_ = None
 
     @property
     def spec(self):
@@ -384,6 +436,8 @@ class Detector:
         augment = getattr(self, "augment", None)
         if augment is not None and augment not in AUGMENT_VERSIONS:
             raise ValueError(f"augment must be None or one of {AUGMENT_VERSIONS}; got {augment!r}")
+        if getattr(self, "compose", "none") not in COMPOSITIONS:
+            raise ValueError(f"compose must be one of {COMPOSITIONS}; got {self.compose!r}")
 
     # ------------------------------------------------------------------ fitting
     def fit(self, examples, validation=None, *, validation_pool: str | None = None):
@@ -491,6 +545,14 @@ class Detector:
         self.calibrator_ = (calibrated.calibrated_classifiers_[0].calibrators[0]
                             if self.calibration != "none" else None)
         raw = calibrated.predict_proba(val)[:, 1]
+        self.sentence_calibrator_ = None
+        if self.compose == "bounds" and self.spec.sentence_level:
+            sraw, slabels = self._sentence_scores(val)
+            if len(slabels) and len(np.unique(slabels)) == 2:
+                from sklearn.calibration import _SigmoidCalibration
+
+                self.sentence_calibrator_ = _SigmoidCalibration().fit(_logit(sraw), slabels)
+                raw = compose_risks(raw, self.sentence_proba_frame(val))
         self.evidence_floor_ = {}
         if getattr(self, "evidence_floor", True) and self.spec.source == "evqual":
             # evqual's own methods only: the seeds' baselines are reproduced as their seeds describe them
@@ -500,7 +562,7 @@ class Detector:
             # a constant score (the majority baseline) has no threshold to tune: keep 0.5
             self.classifier_ = FixedThresholdClassifier(calibrated, threshold=0.5).fit(val, y_val)
             self.threshold_ = 0.5
-        elif self.evidence_floor_:
+        elif self.evidence_floor_ or self.sentence_calibrator_ is not None:
             self.classifier_ = tune_threshold(_ScoreClassifier().fit(raw[:, None], y_val), raw[:, None], y_val,
                                               self.threshold_rule)
             self.threshold_ = float(self.classifier_.best_threshold_)
@@ -521,22 +583,33 @@ class Detector:
                 tuned = tune_threshold(_ScoreClassifier().fit(risks[:, None], labels), risks[:, None], labels,
                                        self.threshold_rule)
                 self.sentence_threshold_ = float(tuned.best_threshold_)
+        self.claim_threshold_ = None
+        if self.spec.sentence_level and CLAIM in val.columns and self.claim_proba_frame(val) is not None:
+            risks = self.claim_proba_frame(val)
+            labels = [b.labels for b in val[CLAIM]]
+            r = np.concatenate([x for x, y in zip(risks, labels) if y is not None and len(y)] or [np.zeros(0)])
+            y = np.concatenate([y for y in labels if y is not None and len(y)] or [np.zeros(0, dtype=int)])
+            if len(np.unique(y)) == 2:
+                tuned = tune_threshold(_ScoreClassifier().fit(r[:, None], y), r[:, None], y, "f1")
+                self.claim_threshold_ = float(tuned.best_threshold_)
         oof = self.model_.__dict__.pop("oof_sentence_risks_", None)  # transient: never saved
+        claim_oof = self.model_.__dict__.pop("oof_claim_risks_", None)
         self.span_tagger_, self.span_threshold_, self.span_gate_ = None, None, 0.0
         if self.spec.span_tagger and TOK in train.columns and oof is not None:
-            self._fit_span_tagger(train, val, oof)
+            self._fit_span_tagger(train, val, oof, claim_oof)
         self.n_train_, self.n_validation_ = len(train), len(val)
         return self
 
-    def _fit_span_tagger(self, train, val, oof):
+    def _fit_span_tagger(self, train, val, oof, claim_oof=None):
         from ._spans import SpanTagger, span_scores
 
         has_gold = [t.gold is not None for t in train[TOK]]
         if not any(has_gold) or not any(t.labels is not None and t.labels.any() for t in train[TOK]):
             return
-        tagger = SpanTagger(random_state=self.random_state).fit(train, sentence_risks=oof)
-        sr = self.model_.sentence_proba(val)
-        probs = tagger.token_proba(val, sr)
+        oof = self._calibrate_sentences(oof)
+        tagger = SpanTagger(random_state=self.random_state).fit(train, sentence_risks=oof, claim_risks=claim_oof)
+        sr = self.sentence_proba_frame(val)
+        probs = tagger.token_proba(val, sr, claim_risks=self._claim_risks(val, tagger))
         keep = [i for i, t in enumerate(val[TOK]) if t.gold is not None]
         toks = [val[TOK].iloc[i] for i in keep]
         gold = [t.gold for t in toks]
@@ -569,7 +642,7 @@ class Detector:
     def _sentence_scores(self, frame):
         from ._frame import SENT
 
-        risks = self.model_.sentence_proba(frame)
+        risks = self.sentence_proba_frame(frame)
         r, y = [], []
         for block, risk in zip(frame[SENT], risks):
             if block.labels is not None:
@@ -582,9 +655,7 @@ class Detector:
     # ------------------------------------------------------------------ prediction
     def predict_proba_frame(self, frame) -> np.ndarray:
         """Calibrated response risk in [0, 1] for each row of a frame."""
-        if self.calibrator_ is None:
-            return self._floor(frame, fast_proba(self.model_, frame)[:, 1])
-        return self._floor(frame, self._calibrate(self._calibration_input(frame)))
+        return self.predict_proba_and_sentences_frame(frame)[0]
 
     def _floor(self, frame, risk) -> np.ndarray:
         """``risk`` raised to the floor of every contradiction check that fired (:attr:`evidence_floor_`).
@@ -635,21 +706,45 @@ class Detector:
         return state
 
     def sentence_proba_frame(self, frame) -> list[np.ndarray] | None:
-        """Raw sentence risks per row (sentence-level methods only)."""
+        """Sentence risks per row (sentence-level methods only): calibrated when the detector composes its
+        answer risk from them (``compose="bounds"``), else the sentence model's raw scores."""
         if not self.spec.sentence_level:
             return None
-        return self.model_.sentence_proba(frame)
+        return self._calibrate_sentences(self.model_.sentence_proba(frame))
+
+    def _calibrate_sentences(self, risks):
+        cal = getattr(self, "sentence_calibrator_", None)
+        if cal is None or risks is None:
+            return risks
+        lengths = [len(r) for r in risks]
+        if not sum(lengths):
+            return risks
+        flat = np.clip(cal.predict(_logit(np.concatenate(risks))), 0.0, 1.0)
+        return np.split(flat, np.cumsum(lengths)[:-1])
 
     def predict_proba_and_sentences_frame(self, frame):
-        """``(calibrated response risks, raw sentence risks per row or None)``, the sentence model run once."""
+        """``(response risks, sentence risks per row or None)``, the sentence model run once.
+
+        The response risk is calibrated and, with ``compose="bounds"``, composed with the calibrated
+        sentence risks (:func:`compose_risks`)."""
+        return self._predict_all_frame(frame)[:2]
+
+    def _predict_all_frame(self, frame):
+        """``(response risks, sentence risks or None, claim risks or None)``, each model run once."""
         model = self.model_
-        if hasattr(model, "predict_proba_and_sentences"):
+        claims = None
+        if hasattr(model, "predict_all"):
+            proba, sent, claims = model.predict_all(frame)
+            sent = self._calibrate_sentences(sent)
+        elif hasattr(model, "predict_proba_and_sentences"):
             proba, sent = model.predict_proba_and_sentences(frame)
+            sent = self._calibrate_sentences(sent)
         else:
             proba, sent = fast_proba(model, frame), self.sentence_proba_frame(frame)
-        if self.calibrator_ is None:
-            return self._floor(frame, proba[:, 1]), sent
-        return self._floor(frame, self._calibrate(self._calibration_input(frame, proba))), sent
+        risk = proba[:, 1] if self.calibrator_ is None else self._calibrate(self._calibration_input(frame, proba))
+        if getattr(self, "sentence_calibrator_", None) is not None:
+            risk = compose_risks(risk, sent)
+        return self._floor(frame, risk), sent, claims
 
     # ------------------------------------------------------------------ production scoring
     @classmethod
@@ -689,17 +784,31 @@ class Detector:
 
         return Scorer(self)
 
-    def span_proba_frame(self, frame, sentence_risks=None) -> list[np.ndarray] | None:
+    def _claim_risks(self, frame, tagger):
+        if not getattr(tagger, "uses_claim_risks_", False):
+            return None
+        return self.model_.claim_proba(frame)
+
+    def claim_proba_frame(self, frame) -> list[np.ndarray] | None:
+        """Raw claim risks per row, over the evidence engine's claims (``None`` without a claim model)."""
+        fn = getattr(self.model_, "claim_proba", None)
+        return fn(frame) if fn is not None else None
+
+    def span_proba_frame(self, frame, sentence_risks=None, claim_risks=None) -> list[np.ndarray] | None:
         """Token risks per row from the span tagger (``None`` without one)."""
-        if getattr(self, "span_tagger_", None) is None:
+        tagger = getattr(self, "span_tagger_", None)
+        if tagger is None:
             return None
         if sentence_risks is None:
             sentence_risks = self.model_.sentence_proba(frame)
-        return self.span_tagger_.token_proba(frame, sentence_risks, gate=getattr(self, "span_gate_", 0.0))
+        if claim_risks is None:
+            claim_risks = self._claim_risks(frame, tagger)
+        return tagger.token_proba(frame, sentence_risks, gate=getattr(self, "span_gate_", 0.0),
+                                  claim_risks=claim_risks)
 
-    def predict_spans_frame(self, frame, sentence_risks=None) -> list[list[tuple]] | None:
+    def predict_spans_frame(self, frame, sentence_risks=None, claim_risks=None) -> list[list[tuple]] | None:
         """``(start, end, risk)`` character spans per row from the span tagger (``None`` without one)."""
-        probs = self.span_proba_frame(frame, sentence_risks)
+        probs = self.span_proba_frame(frame, sentence_risks, claim_risks)
         if probs is None:
             return None
         return [tokens_to_spans(tok.offsets, p, self.span_threshold_, tok.sentence)
@@ -743,7 +852,7 @@ class Detector:
                                                                      with_tokens=False, lite=True)
         if not exs:
             return Detections([], [], np.zeros(0), None, None)
-        risks, sent_risks = self.predict_proba_and_sentences_frame(frame)
+        risks, sent_risks, claim_risks = self._predict_all_frame(frame)
         found = None
         if spans and getattr(self, "span_tagger_", None) is not None:
             from ..features import token_block
@@ -753,8 +862,8 @@ class Detector:
             frame.set_column(TOK, [token_block(ex.output, an,
                                                only_sentences=np.asarray(sr) >= gate if gate > 0 else None)
                                    for ex, an, sr in zip(exs, analyses, sent_risks)])
-            found = self.predict_spans_frame(frame, sent_risks)
-        return Detections(exs, analyses, np.asarray(risks, dtype=np.float64), sent_risks, found)
+            found = self.predict_spans_frame(frame, sent_risks, claim_risks)
+        return Detections(exs, analyses, np.asarray(risks, dtype=np.float64), sent_risks, found, claim_risks)
 
     def predict_proba(self, examples) -> np.ndarray:
         """Calibrated risk that each example's output is hallucinated (the fast path of :meth:`detect`)."""

@@ -20,10 +20,11 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..features import feature_spec
 from ._fasttrees import fast_proba
-from ._frame import OUTPUT, SENT, TEXT
+from ._frame import CLAIM, OUTPUT, SENT, TEXT
 
-__all__ = ["CompactTfidfVectorizer", "FeatureSelector", "TextColumn", "SentenceMaxClassifier", "StackedEvidenceClassifier", "RULES",
-           "aggregate_sentence_risks", "AGGREGATE_NAMES"]
+__all__ = ["CompactTfidfVectorizer", "FeatureSelector", "TextColumn", "SentenceMaxClassifier",
+           "StackedEvidenceClassifier", "RULES", "aggregate_sentence_risks", "AGGREGATE_NAMES",
+           "aggregate_claim_risks", "CLAIM_AGGREGATE_NAMES", "SENTENCE_CLAIM_NAMES", "sentence_claim_risks"]
 
 
 def _family(name: str) -> str | None:
@@ -256,20 +257,63 @@ def aggregate_sentence_risks(risks: list[np.ndarray]) -> np.ndarray:
     return out
 
 
-def _stack_sentences(X, cols, with_labels: bool, response_cols=()):
+CLAIM_AGGREGATE_NAMES = ("agg.claim.max", "agg.claim.noisy_or", "agg.claim.top2", "agg.claim.mean",
+                         "agg.claim.count50")
+"""Per response, over its claims' risks: max, noisy-or ``1 - prod(1 - r)``, mean of the top two, mean,
+count above 0.5."""
+
+SENTENCE_CLAIM_NAMES = ("sent.claim.max", "sent.claim.noisy_or", "sent.claim.count")
+"""Per sentence, over the risks of its claims: max, noisy-or, number of claims."""
+
+
+def aggregate_claim_risks(risks: list[np.ndarray]) -> np.ndarray:
+    """:data:`CLAIM_AGGREGATE_NAMES` of each response's claim risks (zeros for a response without claims).
+
+    >>> aggregate_claim_risks([np.array([0.5, 0.2]), np.zeros(0)]).round(2).tolist()
+    [[0.5, 0.6, 0.35, 0.35, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0]]
+    """
+    out = np.zeros((len(risks), len(CLAIM_AGGREGATE_NAMES)))
+    for i, r in enumerate(risks):
+        if len(r) == 0:
+            continue
+        s = np.sort(r)[::-1]
+        out[i] = [s[0], 1.0 - np.prod(1.0 - r), s[:2].mean(), r.mean(), (r > 0.5).sum()]
+    return out
+
+
+def sentence_claim_risks(blocks, risks, n_sentences) -> list[np.ndarray]:
+    """Per response, a ``(n_sentences, len(SENTENCE_CLAIM_NAMES))`` array of its sentences' claim risks."""
+    out = []
+    for b, r, n in zip(blocks, risks, n_sentences):
+        a = np.zeros((n, len(SENTENCE_CLAIM_NAMES)))
+        if len(r) and n:
+            idx = np.minimum(np.asarray(b.sentence, dtype=np.int64), n - 1)
+            np.maximum.at(a[:, 0], idx, r)
+            survive = np.ones(n)
+            np.multiply.at(survive, idx, 1.0 - r)
+            a[:, 1] = 1.0 - survive
+            np.add.at(a[:, 2], idx, 1.0)
+        out.append(a)
+    return out
+
+
+def _stack_sentences(X, cols, with_labels: bool, response_cols=(), extra=None):
     blocks = X[SENT].tolist()
     R = X[list(response_cols)].to_numpy(dtype=np.float64) if response_cols else None
     rows, labels, lengths = [], [], []
+    n_extra = extra[0].shape[1] if extra is not None and len(extra) else 0
     for i, b in enumerate(blocks):
         lengths.append(len(b.values))
         if len(b.values):
             v = b.values[:, cols]
             if R is not None:
                 v = np.hstack([v, np.repeat(R[i:i + 1], len(v), axis=0)])
+            if extra is not None:
+                v = np.hstack([v, extra[i]])
             rows.append(v)
         if with_labels:
             labels.append(b.labels if b.labels is not None else np.full(len(b.values), -1))
-    V = np.vstack(rows) if rows else np.zeros((0, len(cols) + len(response_cols)))
+    V = np.vstack(rows) if rows else np.zeros((0, len(cols) + len(response_cols) + n_extra))
     y = np.concatenate(labels) if with_labels and labels else None
     return V, y, lengths
 
@@ -313,7 +357,9 @@ class SentenceMaxClassifier(ClassifierMixin, BaseEstimator):
     def _columns(self, names):
         return [names.index(n) for n in select_names(names, self.families, self.include_metadata)]
 
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, *, extra=None):
+        """Fit on the sentence rows of ``X``; ``extra`` (one ``(n_sentences, k)`` array per response) adds
+        columns to every sentence row (the claim risks of :class:`StackedEvidenceClassifier`)."""
         if (self.estimator is None) == (self.rule is None):
             raise ValueError("SentenceMaxClassifier needs exactly one of 'estimator' and 'rule'.")
         if self.rule is not None and self.rule not in RULES:
@@ -325,7 +371,8 @@ class SentenceMaxClassifier(ClassifierMixin, BaseEstimator):
             self.columns_ = self._columns(list(names))
             self.response_columns_ = (select_names(X.columns, self.response_families, self.include_metadata)
                                       if self.response_families is not None else [])
-            V, ys, _ = _stack_sentences(X, self.columns_, with_labels=True, response_cols=self.response_columns_)
+            V, ys, _ = _stack_sentences(X, self.columns_, with_labels=True, response_cols=self.response_columns_,
+                                        extra=extra)
             keep = ys >= 0
             if keep.sum() == 0 or len(np.unique(ys[keep])) < 2:
                 raise ValueError("no sentence labels with both classes to fit on: this method learns from sentence "
@@ -335,15 +382,15 @@ class SentenceMaxClassifier(ClassifierMixin, BaseEstimator):
             self.estimator_ = clone(self.estimator).fit(V[keep], ys[keep])
         return self
 
-    def sentence_proba(self, X) -> list[np.ndarray]:
-        """Risk of each sentence, one array per response (input order)."""
+    def sentence_proba(self, X, *, extra=None) -> list[np.ndarray]:
+        """Risk of each sentence, one array per response (input order); ``extra`` as in :meth:`fit`."""
         check_is_fitted(self, "classes_")
         if self.rule is not None:
             blocks = X[SENT].tolist()
             fn = RULES[self.rule]
             return [fn(b.values, list(b.names)) if len(b.values) else np.zeros(0) for b in blocks]
         V, _, lengths = _stack_sentences(X, self.columns_, with_labels=False,
-                                         response_cols=getattr(self, "response_columns_", []))
+                                         response_cols=getattr(self, "response_columns_", []), extra=extra)
         p = fast_proba(self.estimator_, V)[:, 1] if len(V) else np.zeros(0)
         return _split_back(p, lengths)
 
@@ -368,21 +415,33 @@ class SentenceMaxClassifier(ClassifierMixin, BaseEstimator):
 
 
 class StackedEvidenceClassifier(ClassifierMixin, BaseEstimator):
-    """evqual's detector: sentence risks stacked into a response model.
+    """evqual's detector: claim and sentence risks stacked into a response model.
 
-    1. A sentence model is fitted on sentence rows (sentence features plus the
-       response context they carry).
-    2. Its out-of-fold sentence risks on the training responses (``cv``
+    1. With ``claim_estimator``, a claim model is fitted on the claim rows of
+       the evidence engine (:class:`~evqual.models.ClaimBlock`: a claim is
+       positive when a gold span overlaps it), plus, at ``claim_augment_weight``,
+       the claims made by transformation of the answers' own faithful claims.
+       Its out-of-fold claim risks are aggregated per sentence
+       (:data:`SENTENCE_CLAIM_NAMES`, appended to the sentence rows) and per
+       response (:data:`CLAIM_AGGREGATE_NAMES`).
+    2. A sentence model is fitted on sentence rows (sentence features, the
+       response context they carry and their claims' risks).
+    3. Its out-of-fold sentence risks on the training responses (``cv``
        folds grouped by ``source_id``, so a response never sees a model
        trained on its own source) are aggregated per response
        (:func:`aggregate_sentence_risks`) and appended to the response
        features.
-    3. A response model is fitted on those; the sentence model is refitted on
-       all training rows for prediction.
+    4. A response model is fitted on those; the claim and sentence models are
+       refitted on all training rows for prediction.
 
     Parameters
     ----------
     sentence_estimator, response_estimator : classifiers
+    claim_estimator : classifier or None, default=None
+        The claim model (evqual uses :class:`~evqual.evidence.ClaimModel`);
+        ``None``: no claim stage (models saved before it load so).
+    claim_augment_weight : float, default=0.3
+        Sample weight of the transformed claims (0 leaves them out).
     families : sequence of str or None
         Content families for both models.
     include_metadata : bool
@@ -393,19 +452,26 @@ class StackedEvidenceClassifier(ClassifierMixin, BaseEstimator):
     sentence_context : sequence of str or None
         Response-level families appended to every sentence row.
     cv : int
-        Folds for the out-of-fold sentence risks.
+        Folds for the out-of-fold claim and sentence risks.
     monotonic_checks : bool
         Constrain the response model (when it takes ``monotonic_cst``, as
         ``HistGradientBoostingClassifier`` does) to a risk that never falls
-        when a claim-aligned contradiction check (``check.*``) fires more.
+        when a claim-aligned contradiction check (``check.*``) fires more, when
+        an ``evidence.*`` feature moves the way its claim feature's constraint
+        says, or when the highest claim risk rises.
     """
 
     monotonic_checks = True  # models saved before the parameter existed load with the default
+    claim_estimator = None
+    claim_augment_weight = 0.3
 
-    def __init__(self, sentence_estimator, response_estimator, *, text_estimators=(), families=None,
-                 include_metadata=False, sentence_context=None, cv=3, monotonic_checks=True):
+    def __init__(self, sentence_estimator, response_estimator, *, claim_estimator=None, claim_augment_weight=0.3,
+                 text_estimators=(), families=None, include_metadata=False, sentence_context=None, cv=3,
+                 monotonic_checks=True):
         self.sentence_estimator = sentence_estimator
         self.response_estimator = response_estimator
+        self.claim_estimator = claim_estimator
+        self.claim_augment_weight = claim_augment_weight
         self.text_estimators = text_estimators
         self.sentence_context = sentence_context
         self.families = families
@@ -418,40 +484,116 @@ class StackedEvidenceClassifier(ClassifierMixin, BaseEstimator):
                                      include_metadata=self.include_metadata,
                                      response_families=self.sentence_context)
 
-    def _response_matrix(self, X, risks, text_risks):
-        R = X[self.response_columns_].to_numpy(dtype=np.float64)
-        return np.hstack([R, aggregate_sentence_risks(risks), text_risks])
+    @property
+    def _with_claims(self) -> bool:
+        return getattr(self, "claim_model_", None) is not None
 
+    def _response_matrix(self, X, risks, text_risks, claim_risks=None):
+        R = X[self.response_columns_].to_numpy(dtype=np.float64)
+        parts = [R, aggregate_sentence_risks(risks), text_risks]
+        if claim_risks is not None:
+            parts.append(aggregate_claim_risks(claim_risks))
+        return np.hstack(parts)
+
+    # ---------------------------------------------------------------- claims
+    def _fit_claims(self, X, rows):
+        """A claim model fitted on the claims (and transformed claims) of the responses ``rows``."""
+        blocks = X[CLAIM].tolist()
+        Xs, ys, ws = [], [], []
+        w = float(self.claim_augment_weight)
+        for i in rows:
+            b = blocks[i]
+            if b.labels is not None and len(b.labels):
+                Xs.append(b.values)
+                ys.append(b.labels)
+                ws.append(np.ones(len(b.labels)))
+            if w > 0 and b.extra_values is not None and len(b.extra_values):
+                Xs.append(b.extra_values)
+                ys.append(b.extra_labels)
+                ws.append(np.full(len(b.extra_labels), w))
+        if not Xs:
+            return None
+        y = np.concatenate(ys)
+        if len(np.unique(y)) < 2:
+            return None
+        return clone(self.claim_estimator).fit(np.vstack(Xs), y, sample_weight=np.concatenate(ws))
+
+    @staticmethod
+    def _claim_risks_of(model, blocks) -> list[np.ndarray]:
+        lengths = [len(b.values) for b in blocks]
+        V = np.vstack([b.values for b in blocks if len(b.values)]) if any(lengths) else None
+        if V is None:
+            return [np.zeros(0) for _ in blocks]
+        p = fast_proba(getattr(model, "estimator_", model), V)[:, 1]
+        return _split_back(p, lengths)
+
+    def claim_proba(self, X) -> list[np.ndarray] | None:
+        """Risk of each claim of the evidence engine, one array per response (``None`` without a claim model)."""
+        check_is_fitted(self, "response_model_")
+        if not self._with_claims:
+            return None
+        return self._claim_risks_of(self.claim_model_, X[CLAIM].tolist())
+
+    def _sentence_extra(self, X, claim_risks):
+        if claim_risks is None:
+            return None
+        return sentence_claim_risks(X[CLAIM].tolist(), claim_risks, [len(b.values) for b in X[SENT].tolist()])
+
+    # ---------------------------------------------------------------- fitting
     def fit(self, X, y):
         y = np.asarray(y).astype(int)
         self.classes_ = np.array([0, 1])
         self.response_columns_ = select_names(X.columns, self.families, self.include_metadata)
         groups = X["source_id"].to_numpy() if "source_id" in X.columns else np.arange(len(X))
+        n_groups = len(np.unique(groups))
+        folds = list(GroupKFold(n_splits=self.cv).split(X, y, groups)) if n_groups >= self.cv else []
+        # 1. claims: out-of-fold risks of the training responses, then a model on all of them
+        claim_oof = None
+        self.claim_model_ = None
+        if self.claim_estimator is not None and CLAIM in X.columns:
+            blocks = X[CLAIM].tolist()
+            self.claim_model_ = self._fit_claims(X, range(len(X)))
+            if self.claim_model_ is not None:
+                claim_oof = [None] * len(X)
+                for tr, te in folds:
+                    m = self._fit_claims(X, tr) or self.claim_model_
+                    for i, r in zip(te, self._claim_risks_of(m, [blocks[i] for i in te])):
+                        claim_oof[i] = r
+                if any(r is None for r in claim_oof):
+                    claim_oof = self._claim_risks_of(self.claim_model_, blocks)
+        extra = self._sentence_extra(X, claim_oof)
+        # 2-3. sentences and text models: out-of-fold risks
         oof: list = [None] * len(X)
         names = [name for name, _ in self.text_estimators]
         text_oof = np.full((len(X), len(names)), np.nan)
-        n_groups = len(np.unique(groups))
-        if n_groups >= self.cv:
-            for tr, te in GroupKFold(n_splits=self.cv).split(X, y, groups):
-                m = self._sentence_model().fit(X.iloc[tr], y[tr])
-                for i, r in zip(te, m.sentence_proba(X.iloc[te])):
-                    oof[i] = r
-                for j, (_, est) in enumerate(self.text_estimators):
-                    text_oof[te, j] = clone(est).fit(X.iloc[tr], y[tr]).predict_proba(X.iloc[te])[:, 1]
-        self.sentence_model_ = self._sentence_model().fit(X, y)
+        for tr, te in folds:
+            m = self._sentence_model().fit(X.iloc[tr], y[tr], extra=[extra[i] for i in tr] if extra else None)
+            for i, r in zip(te, m.sentence_proba(X.iloc[te], extra=[extra[i] for i in te] if extra else None)):
+                oof[i] = r
+            for j, (_, est) in enumerate(self.text_estimators):
+                text_oof[te, j] = clone(est).fit(X.iloc[tr], y[tr]).predict_proba(X.iloc[te])[:, 1]
+        self.sentence_model_ = self._sentence_model().fit(X, y, extra=extra)
         self.text_models_ = [clone(est).fit(X, y) for _, est in self.text_estimators]
         if any(r is None for r in oof):
-            oof = self.sentence_model_.sentence_proba(X)
+            oof = self.sentence_model_.sentence_proba(X, extra=extra)
             text_oof = self._text_risks(X)
-        # out-of-fold sentence risks of the training rows, for a span tagger fitted next (not saved)
+        # out-of-fold sentence and claim risks of the training rows, for a span tagger fitted next (not saved)
         self.oof_sentence_risks_ = oof
+        self.oof_claim_risks_ = claim_oof
+        # 4. the response model
+        claim_names = list(CLAIM_AGGREGATE_NAMES) if claim_oof is not None else []
         response = clone(self.response_estimator)
         if self.monotonic_checks and "monotonic_cst" in response.get_params():
-            cst = [1 if c.startswith("check.") else 0 for c in self.response_columns_]
+            from ..evidence import aggregate_constraints
+
+            cst = [1 if c.startswith("check.") else e
+                   for c, e in zip(self.response_columns_, aggregate_constraints(self.response_columns_))]
             cst += [0] * (len(AGGREGATE_NAMES) + len(names))
+            cst += [1 if n in ("agg.claim.max", "agg.claim.noisy_or") else 0 for n in claim_names]
             response.set_params(monotonic_cst=cst if any(cst) else None)
-        self.response_model_ = response.fit(self._response_matrix(X, oof, text_oof), y)
-        self.feature_names_ = list(self.response_columns_) + list(AGGREGATE_NAMES) + [f"agg.{n}" for n in names]
+        self.response_model_ = response.fit(self._response_matrix(X, oof, text_oof, claim_oof), y)
+        self.feature_names_ = (list(self.response_columns_) + list(AGGREGATE_NAMES) + [f"agg.{n}" for n in names]
+                               + claim_names)
         return self
 
     def _text_risks(self, X) -> np.ndarray:
@@ -461,16 +603,24 @@ class StackedEvidenceClassifier(ClassifierMixin, BaseEstimator):
 
     def sentence_proba(self, X) -> list[np.ndarray]:
         check_is_fitted(self, "sentence_model_")
-        return self.sentence_model_.sentence_proba(X)
+        claim_risks = self.claim_proba(X) if self._with_claims else None
+        return self.sentence_model_.sentence_proba(X, extra=self._sentence_extra(X, claim_risks))
 
     def predict_proba(self, X):
         return self.predict_proba_and_sentences(X)[0]
 
     def predict_proba_and_sentences(self, X):
-        """``(predict_proba(X), sentence risks per row)`` with the sentence model run once."""
+        """``(predict_proba(X), sentence risks per row)`` with the claim and sentence models run once."""
+        proba, risks, _ = self.predict_all(X)
+        return proba, risks
+
+    def predict_all(self, X):
+        """``(predict_proba(X), sentence risks per row, claim risks per row or None)``, each model run once."""
         check_is_fitted(self, "response_model_")
-        risks = self.sentence_model_.sentence_proba(X)
-        return fast_proba(self.response_model_, self._response_matrix(X, risks, self._text_risks(X))), risks
+        claim_risks = self.claim_proba(X) if self._with_claims else None
+        risks = self.sentence_model_.sentence_proba(X, extra=self._sentence_extra(X, claim_risks))
+        M = self._response_matrix(X, risks, self._text_risks(X), claim_risks)
+        return fast_proba(self.response_model_, M), risks, claim_risks
 
     def predict(self, X):
         return (self.predict_proba(X)[:, 1] >= 0.5).astype(int)

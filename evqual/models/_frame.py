@@ -9,6 +9,10 @@ classifier over *response rows*, so that calibration
 * ``__sent__``: a :class:`SentenceBlock` per response (its sentence-level
   feature matrix, the column names and, when known, sentence labels) for
   methods that score sentences and take the maximum;
+* ``__claim__``: a :class:`ClaimBlock` per response (the evidence engine's
+  claim features, offsets and sentences, claim labels when spans are known,
+  and, for labelled answers, claims made by transformation) for the claim
+  model of evqual's methods;
 * ``__text__``: query, context and output joined, for the TF-IDF baseline;
 * ``__output__``: the output alone, for evqual's output-text model;
 * ``__tok__``: a :class:`~evqual.features.TokenBlock` per response (token
@@ -28,9 +32,11 @@ import numpy as np
 from ..data import char_spans, response_label, sentence_targets
 from ..features import EvidenceFeaturizer, as_examples
 
-__all__ = ["SentenceBlock", "FrameBuilder", "LiteFrame", "SENT", "TEXT", "OUTPUT", "TOK", "FRAME_INFO_COLUMNS"]
+__all__ = ["SentenceBlock", "ClaimBlock", "FrameBuilder", "LiteFrame", "SENT", "CLAIM", "TEXT", "OUTPUT", "TOK",
+           "FRAME_INFO_COLUMNS", "claim_block"]
 
 SENT = "__sent__"
+CLAIM = "__claim__"
 TOK = "__tok__"
 TEXT = "__text__"
 OUTPUT = "__output__"
@@ -45,6 +51,33 @@ class SentenceBlock(NamedTuple):
     labels: np.ndarray | None  # (n_sentences,) 0/1, or None when spans are unknown
     offsets: tuple = ()  # ((start, end), ...) in the output
     nearest: tuple = ()  # index of each sentence's nearest evidence chunk (-1: none)
+
+
+class ClaimBlock(NamedTuple):
+    """The evidence engine's claims of one response (see :mod:`evqual.evidence`)."""
+
+    values: np.ndarray  # (n_claims, len(CLAIM_FEATURES))
+    offsets: np.ndarray  # (n_claims, 2) character offsets in the output
+    sentence: np.ndarray  # (n_claims,) index of the sentence holding each claim
+    labels: np.ndarray | None  # (n_claims,) 1 when a gold span overlaps the claim; None when spans are unknown
+    extra_values: np.ndarray | None = None  # claims made by transformation of the answer's own claims (training)
+    extra_labels: np.ndarray | None = None
+
+
+def claim_block(reading, sentences, gold=None, extra=None) -> ClaimBlock:
+    """A :class:`ClaimBlock` from an engine reading, the output's sentence offsets and the kept gold spans."""
+    from ..evidence import CLAIM_FEATURES
+    from ..features import claim_sentences
+
+    claims = reading.claims
+    offsets = np.asarray([(c.start, c.end) for c in claims], dtype=np.int64).reshape(-1, 2)
+    labels = None
+    if gold is not None:
+        labels = np.asarray([int(any(g.start < e and s < g.end for g in gold)) for s, e in offsets.tolist()],
+                            dtype=np.int64)
+    values = reading.matrix if claims else np.zeros((0, len(CLAIM_FEATURES)))
+    ev, el = extra if extra is not None else (None, None)
+    return ClaimBlock(values, offsets, claim_sentences(claims, sentences), labels, ev, el)
 
 
 def _objects(values) -> np.ndarray:
@@ -123,11 +156,20 @@ class FrameBuilder:
     entity_backend : {"regex", "spacy"}
     exclude_implicit_true : bool
         Target definition (see :func:`evqual.data.response_label`).
+    claim_transform_rate : float
+        With targets, each faithful claim of a labelled answer is, with this
+        probability, flipped once and preserved once
+        (:func:`evqual.evidence.transformed_rows`, seeded by the answer's id):
+        training claims for the claim model (0 makes none).
     """
 
-    def __init__(self, *, entity_backend: str = "regex", exclude_implicit_true: bool = False):
+    claim_transform_rate = 0.35  # builders saved before the parameter existed load with the default
+
+    def __init__(self, *, entity_backend: str = "regex", exclude_implicit_true: bool = False,
+                 claim_transform_rate: float = 0.35):
         self.entity_backend = entity_backend
         self.exclude_implicit_true = exclude_implicit_true
+        self.claim_transform_rate = claim_transform_rate
 
     def fit(self, examples):
         examples = as_examples(examples)
@@ -181,6 +223,7 @@ class FrameBuilder:
                   for ex in ex_list]
         info = {
             SENT: blocks,
+            CLAIM: self._claim_blocks(ex_list, analyses, with_targets),
             TEXT: [f"{ex.query}\n{ex.context}\n{ex.output}" for ex in ex_list],
             OUTPUT: [ex.output for ex in ex_list],
             "id": [ex.id for ex in ex_list],
@@ -205,6 +248,23 @@ class FrameBuilder:
         info = {k: (v if k == "label" else _objects(v)) for k, v in info.items()}
         frame = pd.concat([pd.DataFrame(R, columns=self.response_names), pd.DataFrame(info)], axis=1)
         return frame, ex_list, analyses
+
+    def _claim_blocks(self, ex_list, analyses, with_targets: bool) -> list:
+        from ..data import kept_spans
+
+        golds = [kept_spans(ex, exclude_implicit_true=self.exclude_implicit_true) if with_targets else None
+                 for ex in ex_list]
+        extras = [None] * len(ex_list)
+        rate = getattr(self, "claim_transform_rate", 0.0)
+        if with_targets and rate > 0 and any(g is not None for g in golds):
+            from ..evidence import transformed_rows
+
+            X, y, _, owner = transformed_rows(ex_list, seed=0, claim_rate=rate,
+                                              exclude_implicit_true=self.exclude_implicit_true)
+            for i in np.unique(owner).tolist():
+                sel = owner == i
+                extras[i] = (X[sel], y[sel])
+        return [claim_block(an.reading, an.offsets, g, x) for an, g, x in zip(analyses, golds, extras)]
 
     def fit_transform(self, examples, **kw):
         examples = as_examples(examples)

@@ -228,6 +228,7 @@ def save_detector(detector, path, *, training_data: dict | None = None, metrics:
         "augment": getattr(detector, "augment", None),
         "augment_rate": getattr(detector, "augment_rate", 0.5),
         "evidence_floor": dict(getattr(detector, "evidence_floor_", {}) or {}),
+        "compose": getattr(detector, "compose", "none"),
         "span_tagger": _span_meta(detector),
         "fallback": getattr(detector, "fallback_", None),
         "training_data": training_data or {},
@@ -620,10 +621,10 @@ def _read_model_bytes(model_path: Path) -> bytes:
 
 # ---------------------------------------------------------------------------------------------- after loading
 DETECTOR_ATTRIBUTES = frozenset({
-    "augment", "augment_rate", "builder_", "calibration", "calibrator_", "entity_backend", "evidence_floor",
-    "evidence_floor_", "exclude_implicit_true", "fallback_", "meta_", "method", "model_", "n_train_",
-    "n_validation_", "random_state", "sentence_threshold_", "span_gate_", "span_tagger_", "span_threshold_",
-    "threshold_", "threshold_rule", "validation_metrics_", "validation_size"})
+    "augment", "augment_rate", "builder_", "calibration", "calibrator_", "claim_threshold_", "compose",
+    "entity_backend", "evidence_floor", "evidence_floor_", "exclude_implicit_true", "fallback_", "meta_", "method",
+    "model_", "n_train_", "n_validation_", "random_state", "sentence_calibrator_", "sentence_threshold_", "span_gate_",
+    "span_tagger_", "span_threshold_", "threshold_", "threshold_rule", "validation_metrics_", "validation_size"})
 """The attributes a saved :class:`Detector` may have (any other is refused at load)."""
 
 
@@ -719,6 +720,24 @@ def _check_detector(det, meta: dict, model_path: Path) -> dict:
             if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) or \
                     not math.isfinite(value):
                 raise fail(f"calibrator_.{name}", "must be a finite number")
+    # the composition of answer and sentence risks
+    from ._detector import COMPOSITIONS
+
+    compose = get("compose", "none")
+    if compose not in COMPOSITIONS:
+        raise fail("compose", f"must be one of {COMPOSITIONS}")
+    if "compose" in meta and meta["compose"] != compose:
+        raise fail("compose", "disagrees with meta.json field 'compose'")
+    scal = get("sentence_calibrator_", None)
+    if scal is not None:
+        if type(scal).__name__ != "_SigmoidCalibration" or not type(scal).__module__.startswith("sklearn."):
+            raise fail("sentence_calibrator_", f"must be a _SigmoidCalibration or None; got {type(scal).__name__}")
+        for name in ("a_", "b_"):
+            value = vars(scal).get(name)
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) or \
+                    not math.isfinite(value):
+                raise fail(f"sentence_calibrator_.{name}", "must be a finite number")
+    unit("claim_threshold_", get("claim_threshold_", None), optional=True)
     # the evidence floors
     floors = get("evidence_floor_", {})
     if not isinstance(floors, dict) or not all(isinstance(k, str) for k in floors):
@@ -886,7 +905,7 @@ def load_trusted(path, *, root: str, extra_types=(), sha256: str | None = None, 
 # ---------------------------------------------------------------------------------------------- builds
 def fit_detector(examples, *, method: str = "evqual", calibration: str = "sigmoid", threshold_rule: str = "f1",
                  entity_backend: str = "regex", validation_split: str | None = "test", augment: str | None = None,
-                 evidence_floor: bool = True):
+                 evidence_floor: bool = True, compose: str = "bounds"):
     """Fit a :class:`Detector` on all given examples, as ``evqual train`` does.
 
     The calibration and threshold part is 25% of the sources of the
@@ -896,7 +915,7 @@ def fit_detector(examples, *, method: str = "evqual", calibration: str = "sigmoi
     from ._detector import Detector
 
     det = Detector(method, calibration=calibration, threshold_rule=threshold_rule, entity_backend=entity_backend,
-                   augment=augment, evidence_floor=evidence_floor)
+                   augment=augment, evidence_floor=evidence_floor, compose=compose)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         warnings.simplefilter("always", ResponseLevelFallbackWarning)  # the one a user must see
@@ -919,7 +938,7 @@ def training_data_info(result, label: str, *, validation_split: str | None = "te
 
 def build_model(data, out, *, method: str = "evqual", calibration: str = "sigmoid", threshold_rule: str = "f1",
                 entity_backend: str = "regex", validation_split: str | None = "test", augment: str | None = None,
-                metrics: dict | None = None, evidence_floor: bool = True) -> Path:
+                metrics: dict | None = None, evidence_floor: bool = True, compose: str = "bounds") -> Path:
     """Train and save a model exactly as ``evqual train --data DATA --method METHOD --out OUT`` does.
 
     Parameters
@@ -929,7 +948,7 @@ def build_model(data, out, *, method: str = "evqual", calibration: str = "sigmoi
         in ``meta.json`` as given.
     out : str or Path
         The model folder to write.
-    method, calibration, threshold_rule, entity_backend, validation_split, augment, evidence_floor
+    method, calibration, threshold_rule, entity_backend, validation_split, augment, evidence_floor, compose
         As the options of ``evqual train``.
     metrics : dict, optional
         Evaluation metrics recorded in ``meta.json``.
@@ -955,7 +974,7 @@ def build_model(data, out, *, method: str = "evqual", calibration: str = "sigmoi
         result = load_data(Path(data))
     det = fit_detector(result, method=method, calibration=calibration, threshold_rule=threshold_rule,
                        entity_backend=entity_backend, validation_split=validation_split, augment=augment,
-                       evidence_floor=evidence_floor)
+                       evidence_floor=evidence_floor, compose=compose)
     info = training_data_info(result, str(data), validation_split=validation_split)
     return save_detector(det, out, training_data=info, metrics=metrics)
 
@@ -1004,7 +1023,8 @@ def check_rebuild(model, data, *, workdir=None) -> dict:
     settings = dict(method=meta["method"], calibration=meta["calibration"], threshold_rule=meta["threshold_rule"],
                     entity_backend=meta["entity_backend"],
                     validation_split=meta["training_data"].get("validation_split", "test"),
-                    augment=meta.get("augment"), evidence_floor=bool(meta.get("evidence_floor")))
+                    augment=meta.get("augment"), evidence_floor=bool(meta.get("evidence_floor")),
+                    compose=meta.get("compose", "none"))
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         folder = build_model(data, Path(tmp) / "model", **settings)
         rebuilt = read_meta(folder)

@@ -24,11 +24,13 @@ random-forest          004      60-tree class-balanced random forest on sentence
                                 response = max
 ecs-span               004      40-tree ExtraTrees on ECS, support-gap, unsupported-detail and
                                 task features per sentence; response = max
-evqual                 ours     stacked: a gradient-boosted sentence model (sentence features plus
-                                their response's context) and an output-text model (word 1-2-gram
-                                TF-IDF + LR); their out-of-fold risks join the response features of a
-                                gradient-boosted response model; content and task only (no generator,
-                                temperature or quality)
+evqual                 ours     stacked: a claim model over the evidence engine's claims
+                                (:class:`~evqual.evidence.ClaimModel`), a gradient-boosted sentence
+                                model (sentence features, their response's context and their claims'
+                                risks) and an output-text model (word 1-2-gram TF-IDF + LR); their
+                                out-of-fold risks join the response features of a gradient-boosted
+                                response model; content and task only (no generator, temperature or
+                                quality)
 evqual-meta            ours     the same with generator, temperature and quality features
 =====================  =======  ====================================================================
 
@@ -51,7 +53,14 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from ._estimators import CompactTfidfVectorizer, FeatureSelector, SentenceMaxClassifier, StackedEvidenceClassifier, TextColumn
+from ..evidence import ClaimModel
+from ._estimators import (
+    CompactTfidfVectorizer,
+    FeatureSelector,
+    SentenceMaxClassifier,
+    StackedEvidenceClassifier,
+    TextColumn,
+)
 
 __all__ = ["MethodSpec", "METHODS", "get_method", "list_methods", "EVIDENCE_FAMILIES", "SEED_002",
            "RESPONSE_VARIANTS", "RESPONSE_FALLBACK"]
@@ -177,6 +186,7 @@ def _evqual(include_metadata: bool):
     # tree size chosen on the validation parts of the cv5 training sides (never the held-out folds)
     return lambda: StackedEvidenceClassifier(_hgb(min_samples_leaf=20, max_leaf_nodes=15),
                                              _hgb(max_iter=250, min_samples_leaf=20, max_leaf_nodes=15),
+                                             claim_estimator=ClaimModel(), claim_augment_weight=0.3,
                                              text_estimators=(("output_text", _output_text_lr()),),
                                              families=None, include_metadata=include_metadata,
                                              sentence_context=SENTENCE_CONTEXT, cv=3)

@@ -9,6 +9,10 @@ the output with a gradient-boosted classifier over
   in the context or not, IDF, inside a novel bigram or run, part of an
   unsupported number or entity, position ...), and
 * the features of the sentence holding it (support, chain, drift ...),
+* with a claim model (:class:`~evqual.models.StackedEvidenceClassifier`), the
+  risk of the claim holding the token and the highest claim risk of its
+  sentence (the evidence engine's per-claim features themselves are left to
+  the claim model: repeated on every token they would only widen the rows),
 
 trained on the tokens of RAGTruth's span annotations (a token is positive
 when it overlaps a gold span).  Tokens at or above a threshold (tuned on
@@ -27,7 +31,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..data import merge_intervals
 from ._fasttrees import fast_proba
-from ._frame import SENT, TOK
+from ._frame import CLAIM, SENT, TOK
 
 __all__ = ["SpanTagger", "tokens_to_spans", "project_sentences", "span_counts", "span_scores"]
 
@@ -112,6 +116,26 @@ def span_scores(pred_list, gold_list) -> dict:
             "responses": len(gold_list)}
 
 
+_ENGINE_PREFIX = "sent.evidence."  # the evidence engine's features: left out of token rows (see above)
+
+
+def _token_claim_risks(tok, block, risks, *, n_sentences: int) -> np.ndarray:
+    """Per token: the risk of the claim holding it (0 outside every claim) and the highest claim risk of its
+    sentence."""
+    n = len(tok.sentence)
+    out = np.zeros((n, 2))
+    if not n or not len(risks):
+        return out
+    starts, ends = block.offsets[:, 0], block.offsets[:, 1]
+    k = np.searchsorted(starts, tok.offsets[:, 0], side="right") - 1
+    inside = (k >= 0) & (tok.offsets[:, 0] < ends[np.maximum(k, 0)])
+    out[inside, 0] = np.asarray(risks)[k[inside]]
+    top = np.zeros(max(n_sentences, int(tok.sentence.max()) + 1))
+    np.maximum.at(top, np.minimum(block.sentence, len(top) - 1), risks)
+    out[:, 1] = top[tok.sentence]
+    return out
+
+
 class SpanTagger(BaseEstimator):
     """Token classifier that predicts hallucinated character spans.
 
@@ -133,6 +157,9 @@ class SpanTagger(BaseEstimator):
     n_features_in_ : int
     """
 
+    sentence_columns_ = None  # taggers saved before the attribute existed use every sentence feature
+    uses_claim_risks_ = False
+
     def __init__(self, estimator=None, *, response_features: bool = True, negative_share: float = 0.5,
                  random_state: int = 0):
         self.estimator = estimator
@@ -140,9 +167,10 @@ class SpanTagger(BaseEstimator):
         self.negative_share = negative_share
         self.random_state = random_state
 
-    @staticmethod
-    def _rows(tok, sent, resp=None, srisk=None) -> np.ndarray:
-        S = sent.values[tok.sentence] if len(tok.sentence) else np.zeros((0, sent.values.shape[1]))
+    def _rows(self, tok, sent, resp=None, srisk=None, claims=None) -> np.ndarray:
+        cols = self.sentence_columns_
+        values = sent.values if cols is None else sent.values[:, cols]
+        S = values[tok.sentence] if len(tok.sentence) else np.zeros((0, values.shape[1]))
         parts = [tok.values.astype(np.float64), S]
         if resp is not None:
             parts.append(np.repeat(resp[None, :], len(S), axis=0))
@@ -151,6 +179,8 @@ class SpanTagger(BaseEstimator):
             top = srisk.max() if len(srisk) else 0.0
             own = srisk[tok.sentence] if len(tok.sentence) else np.zeros(0)
             parts.append(np.c_[own, np.full(len(own), top), own - top])
+        if claims is not None:
+            parts.append(_token_claim_risks(tok, *claims, n_sentences=len(sent.values)))
         return np.hstack(parts)
 
     def _response_matrix(self, frame):
@@ -158,24 +188,32 @@ class SpanTagger(BaseEstimator):
             return [None] * len(frame)
         return frame[self.response_columns_].to_numpy(dtype=np.float64)
 
-    def fit(self, frame, y=None, *, sentence_risks=None):
+    def fit(self, frame, y=None, *, sentence_risks=None, claim_risks=None):
         """Fit on the token rows of the frame's responses whose spans are known.
 
         ``sentence_risks`` (one array per row, out-of-fold) adds each token's
-        sentence risk, the response's highest sentence risk and their gap.
+        sentence risk, the response's highest sentence risk and their gap;
+        ``claim_risks`` (one array per row over the frame's claims,
+        out-of-fold) the risk of the token's claim and the highest claim risk
+        of its sentence.
         """
         from ._estimators import select_names
 
         X, Y, W = [], [], []
         rng = np.random.default_rng(self.random_state)
-        self.response_columns_ = select_names(frame.columns) if self.response_features else []
+        engine = {c for c in frame.columns if str(c).startswith("evidence.")}
+        self.response_columns_ = select_names(frame.columns, exclude=engine) if self.response_features else []
+        names = frame[SENT].iloc[0].names if len(frame) else ()
+        self.sentence_columns_ = [j for j, n in enumerate(names) if not n.startswith(_ENGINE_PREFIX)]
         R = self._response_matrix(frame)
         self.uses_sentence_risks_ = sentence_risks is not None
+        self.uses_claim_risks_ = claim_risks is not None and CLAIM in frame.columns
         SR = sentence_risks if sentence_risks is not None else [None] * len(frame)
-        for tok, sent, resp, sr in zip(frame[TOK], frame[SENT], R, SR):
+        CR = self._claims(frame, claim_risks)
+        for tok, sent, resp, sr, cr in zip(frame[TOK], frame[SENT], R, SR, CR):
             if tok.labels is None or not len(tok.labels):
                 continue
-            rows = self._rows(tok, sent, resp, sr)
+            rows = self._rows(tok, sent, resp, sr, cr)
             w = 1.0
             if not tok.labels.any() and self.negative_share < 1.0:
                 keep = rng.random(len(rows)) < self.negative_share
@@ -198,7 +236,12 @@ class SpanTagger(BaseEstimator):
         self.n_features_in_ = X.shape[1]
         return self
 
-    def token_proba(self, frame, sentence_risks=None, *, gate: float = 0.0) -> list[np.ndarray]:
+    def _claims(self, frame, claim_risks):
+        if not self.uses_claim_risks_:
+            return [None] * len(frame)
+        return [(b, r) for b, r in zip(frame[CLAIM], claim_risks)]
+
+    def token_proba(self, frame, sentence_risks=None, *, gate: float = 0.0, claim_risks=None) -> list[np.ndarray]:
         """Risk of every token, one array per response.
 
         With ``gate > 0`` (and sentence risks), tokens of sentences whose risk
@@ -208,11 +251,14 @@ class SpanTagger(BaseEstimator):
         check_is_fitted(self, "estimator_")
         if self.uses_sentence_risks_ and sentence_risks is None:
             raise ValueError("this tagger was fitted with sentence risks; pass sentence_risks.")
+        if self.uses_claim_risks_ and claim_risks is None:
+            raise ValueError("this tagger was fitted with claim risks; pass claim_risks.")
         SR = sentence_risks if self.uses_sentence_risks_ else [None] * len(frame)
+        CR = self._claims(frame, claim_risks)
         # token rows are built and scored a bounded number at a time (a row's risk does not depend on the
         # rows scored with it), so memory stays bounded for any answer length
         out, batch, n_batch = [], [], 0
-        for tok, sent, resp, sr in zip(frame[TOK], frame[SENT], self._response_matrix(frame), SR):
+        for tok, sent, resp, sr, cr in zip(frame[TOK], frame[SENT], self._response_matrix(frame), SR, CR):
             n_tok = len(tok.sentence)
             risk = np.zeros(n_tok)
             out.append(risk)
@@ -222,8 +268,9 @@ class SpanTagger(BaseEstimator):
                 keep = np.arange(n_tok)
             for a in range(0, len(keep), _TOKEN_CHUNK):
                 sel = keep[a:a + _TOKEN_CHUNK]
-                batch.append((risk, sel, self._rows(tok._replace(values=tok.values[sel], sentence=tok.sentence[sel]),
-                                                    sent, resp, sr)))
+                batch.append((risk, sel, self._rows(tok._replace(values=tok.values[sel], sentence=tok.sentence[sel],
+                                                                offsets=tok.offsets[sel]),
+                                                    sent, resp, sr, cr)))
                 n_batch += len(sel)
                 if n_batch >= _TOKEN_CHUNK:
                     self._score_rows(batch)
@@ -242,7 +289,7 @@ class SpanTagger(BaseEstimator):
             risk[sel] = p[pos:pos + len(r)]
             pos += len(r)
 
-    def predict_spans(self, frame, threshold: float, sentence_risks=None, *, gate: float = 0.0):
+    def predict_spans(self, frame, threshold: float, sentence_risks=None, *, gate: float = 0.0, claim_risks=None):
         """``(start, end, risk)`` spans per response."""
-        probs = self.token_proba(frame, sentence_risks, gate=gate)
+        probs = self.token_proba(frame, sentence_risks, gate=gate, claim_risks=claim_risks)
         return [tokens_to_spans(tok.offsets, p, threshold, tok.sentence) for tok, p in zip(frame[TOK], probs)]

@@ -37,7 +37,7 @@ import json
 import numpy as np
 
 from .._version import __version__
-from ..explain import citation_for, explanation_text, model_risk_reason, sentence_reasons
+from ..explain import CONTRADICTION_KINDS, citation_for, explanation_text, model_risk_reason, sentence_reasons
 from ..results import ModelInfo, ScoreResult, SentenceResult, SpanResult
 from ..text import language_warning
 from ._policy import Policy
@@ -302,10 +302,13 @@ class Scorer:
         found = detector.detect(examples)
         sthr = detector.sentence_threshold_ if detector.sentence_threshold_ is not None else detector.threshold_
         info = self.model_info
+        claims = getattr(found, "claim_risk", None)
+        cthr = getattr(detector, "claim_threshold_", None)
         results = [self._result(ex, an, float(found.risk[k]),
                                 found.sentence_risk[k] if found.sentence_risk is not None else None,
                                 found.spans[k] if found.spans is not None else [], sthr, float(detector.threshold_),
-                                policy, info, extras[k] if extras is not None else {})
+                                policy, info, extras[k] if extras is not None else {},
+                                claims[k] if claims is not None and cthr is not None else None, cthr)
                    for k, (ex, an) in enumerate(zip(found.examples, found.analyses))]
         if self.verifier is not None:
             results = [self._verified(ex, r) if r.verify else r for ex, r in zip(found.examples, results)]
@@ -323,7 +326,8 @@ class Scorer:
 
     # ------------------------------------------------------------------ one answer
     @staticmethod
-    def _result(ex, an, risk, sent_risk, pred_spans, sthr, model_threshold, policy, info, extra) -> ScoreResult:
+    def _result(ex, an, risk, sent_risk, pred_spans, sthr, model_threshold, policy, info, extra,
+                claim_risk=None, claim_threshold=None) -> ScoreResult:
         topics = policy.tag(ex.query, ex.context)
         srisk = sent_risk if sent_risk is not None else np.zeros(len(an.offsets))
         offsets = an.offsets
@@ -336,14 +340,18 @@ class Scorer:
                 holds_span[j] = True
             span_results.append(SpanResult(s, e, ex.output[s:e], float(r), j))
         cites = [citation_for(ex, an, i) for i in range(len(offsets))]
-        gaps = [sentence_reasons(ex, an, i, citation=cites[i]) for i in range(len(offsets))]
-        # the reasons of claim-aligned checks (their details name the check) can force escalation
+        gaps = [sentence_reasons(ex, an, i, citation=cites[i], claim_risks=claim_risk, claim_threshold=claim_threshold)
+                for i in range(len(offsets))]
+        # the reasons of claim-aligned checks (their details name the check) can force escalation: the engine's
+        # contradictions are too common in faithful answers for that (issue 22: forcing on them doubled the
+        # development suite's false alarms); they flag their sentence in a flagged answer
         checked = [r.code for g in gaps for r in g if "check" in r.details]
         decision = policy.decide(risk, topics, model_threshold=model_threshold, reasons=checked)
         by_risk = srisk >= sthr if len(offsets) else np.zeros(0, dtype=bool)
         # contradictions only: an unsupported claim unit is a gap (a reason), not a contradiction
-        found = [sum(x.check != "unsupported" for x in f) for f in getattr(an, "findings", ())]
-        contradicts = (np.asarray(found) > 0) if len(found) == len(offsets) else np.zeros(len(offsets), dtype=bool)
+        contradicts = np.array([any(r.details.get("kind") in CONTRADICTION_KINDS and
+                                    ("check" in r.details or "claim_risk" in r.details) for r in g)
+                                for g in gaps], dtype=bool)
         signals = by_risk | holds_span | contradicts
         top = -1
         if decision.flagged:

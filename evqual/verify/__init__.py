@@ -31,7 +31,7 @@ from ._claim_model import (
     save_claim_model,
 )
 from ._pipeline import BACKENDS, DEFAULT_TIERS, ClaimVerifier, make_judge, tier_of
-from ._rules import REFUTING_CHECKS, RulesJudge, answer_from
+from ._rules import REFUTING_CHECKS, REFUTING_KINDS, RulesJudge, answer_from
 from ._stream import METHODS, make_verifier, verify_file
 from ._dense import (
     HYBRID_METHODS,
@@ -76,6 +76,7 @@ __all__ = [
     "ClaimVerifier",
     "DEFAULT_TIERS",
     "REFUTING_CHECKS",
+    "REFUTING_KINDS",
     "RulesJudge",
     "answer_from",
     "default_claim_model_path",

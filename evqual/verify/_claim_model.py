@@ -3,8 +3,10 @@
 Each claim becomes a one-claim answer: ``(query, the answer's context chunks,
 claim)``, featurized by the detector's own :class:`evqual.features.EvidenceFeaturizer`
 (content families except ``task``: a claim is judged on its evidence, not its task).  A
-gradient-boosted classifier, constrained to raise the risk when a high-precision
-check fires (:data:`evqual.models.FLOOR_CHECKS`), learns from claims labelled by
+gradient-boosted classifier, constrained where the evidence engine's features
+have a known direction (:func:`evqual.evidence.aggregate_constraints`: more
+conflicts or unsupported items never lower the risk, a stronger alignment never
+raises it), learns from claims labelled by
 gold spans (a claim is hallucinated when a gold span overlaps it), and is
 calibrated (isotonic regression) on a held-out group of answers, the
 ``CalibratedClassifierCV(FrozenEstimator(...))`` recipe written out so that the saved model holds only
@@ -22,7 +24,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..data import kept_spans, make_example
 from ..features import CONTENT_FAMILIES, EvidenceFeaturizer
-from ..models import FLOOR_CHECKS
+from ..evidence import aggregate_constraints
 
 __all__ = ["CLAIM_FAMILIES", "CLAIM_MODEL_FORMAT", "ClaimModel", "claim_dataset", "claim_example",
            "default_claim_model_path", "load_claim_model", "save_claim_model"]
@@ -131,7 +133,7 @@ class ClaimModel(ClassifierMixin, BaseEstimator):
         groups = np.arange(len(y)) if groups is None else np.asarray(groups)
         fit_idx, cal_idx = next(GroupShuffleSplit(1, test_size=self.validation_size,
                                                   random_state=self.random_state).split(F, y, groups))
-        cst = [1 if n in FLOOR_CHECKS else 0 for n in self.feature_names_]
+        cst = aggregate_constraints(self.feature_names_)
         base = HistGradientBoostingClassifier(max_iter=self.max_iter, learning_rate=self.learning_rate,
                                               l2_regularization=1.0, monotonic_cst=cst,
                                               random_state=self.random_state)
@@ -267,7 +269,7 @@ def _claim_templates(model, model_path):
     if type(model.base_) is not HistGradientBoostingClassifier or \
             getattr(model.base_, "n_features_in_", None) != len(names):
         raise fail(f"ClaimModel attribute 'base_' must be a HistGradientBoostingClassifier over {len(names)} features")
-    cst = [1 if n in FLOOR_CHECKS else 0 for n in names]
+    cst = aggregate_constraints(names)
     base = HistGradientBoostingClassifier(max_iter=model.max_iter, learning_rate=model.learning_rate,
                                           l2_regularization=1.0, monotonic_cst=cst, random_state=model.random_state)
     cal = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip") if model.calibration == "isotonic" \

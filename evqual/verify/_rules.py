@@ -1,19 +1,25 @@
-"""The ``rules`` judge: the claim-level model plus the high-precision checks, no LLM.
+"""The ``rules`` judge: the claim-level model and the evidence engine, no LLM.
 
 For each statement the judge builds the one-claim example ``(query, context
 chunks, statement)``, runs the detector's analysis on it once, and reads two
 things off that analysis:
 
 * the calibrated probability that the statement is supported,
-  ``1 - P(hallucinated)`` from :class:`~evqual.verify.ClaimModel`;
+  ``1 - P(hallucinated)`` from :class:`~evqual.verify.ClaimModel` (whose
+  features include the evidence engine's reading of the statement);
 * the findings of the ``check`` family (number, unit, date, negation, antonym,
   entity, role, quantifier, field, displaced): any of them makes the verdict
-  ``REFUTED``, with the disagreeing evidence passage first.
+  ``REFUTED``, with the disagreeing evidence passage first;
+* the differences the evidence engine (:mod:`evqual.evidence`) read between
+  the statement and the evidence it is aligned with: a contradiction (a value,
+  name or logic word of an exclusive sense, swapped roles, a negation on one
+  side only) makes the verdict ``REFUTED`` when the probability is below
+  ``tau`` (the engine's contradictions are less precise than the checks').
 
-A negated statement ("did not open in 1932") does not inherit a number, unit
-or date conflict: it is true when the evidence holds another value.
-Otherwise the verdict is ``SUPPORTED`` when the probability reaches ``tau``
-(seed 003's entailment threshold, 0.75) and ``NO_EVIDENCE`` below it.
+A negated statement ("did not open in 1932") does not inherit a value
+(number, unit or date) conflict: it is true when the evidence holds another value.  Otherwise the
+verdict is ``SUPPORTED`` when the probability reaches ``tau`` (seed 003's
+entailment threshold, 0.75) and ``NO_EVIDENCE`` below it.
 """
 
 from __future__ import annotations
@@ -23,16 +29,21 @@ import re
 from ._claim_model import claim_example, load_claim_model
 from ._types import Evidence, Judgement
 
-__all__ = ["REFUTING_CHECKS", "RulesJudge", "answer_from"]
+__all__ = ["REFUTING_CHECKS", "REFUTING_KINDS", "RulesJudge", "answer_from"]
 
 _NEGATED_RE = re.compile(r"\b(?:not|never|no|none|neither|nor|without)\b|n't\b", re.IGNORECASE)
+
 #: Value checks whose conflict a negated statement does not inherit ("it did not open in 1932" is true when
 #: the evidence says 1937).
 _VALUE_CHECKS = ("number", "unit", "date")
 
-#: Check findings that refute a statement (``unsupported`` only lowers its probability).
+#: Check findings that refute a statement whatever its probability (``unsupported`` only lowers it).
 REFUTING_CHECKS = ("number", "unit", "date", "negation", "antonym", "entity", "role", "quantifier", "field",
                    "displaced")
+
+#: Kinds of engine difference (:class:`evqual.evidence.Difference`) that refute a statement; novel and
+#: borrowed items only lower its probability.
+REFUTING_KINDS = ("conflict", "swap", "reversed", "prefix", "borrowed_negated")
 
 
 def answer_from(judgement: Judgement, *, yes_at: float = 0.75, no_at: float = 0.4) -> str:
@@ -50,7 +61,7 @@ def answer_from(judgement: Judgement, *, yes_at: float = 0.75, no_at: float = 0.
 
 
 class RulesJudge:
-    """Judges statements with the claim-level model and the checks (see the module docstring).
+    """Judges statements with the claim-level model and the evidence engine (see the module docstring).
 
     Parameters
     ----------
@@ -117,26 +128,34 @@ class RulesJudge:
                                                                    "not a string"))
                 continue
             prob = round(float(1.0 - ph), 6)
+            negated = _NEGATED_RE.search(stmt) is not None
             findings = [f for sent in an.findings for f in sent if f.check in REFUTING_CHECKS]
-            if _NEGATED_RE.search(stmt):  # a negated wrong value is a true statement, not a refuted one
+            found = [d for c in an.reading.claims for d in c.differences if d.kind in REFUTING_KINDS]
+            if negated:  # a negated wrong value is a true statement, not a refuted one
                 findings = [f for f in findings if f.check not in _VALUE_CHECKS]
+                found = [d for d in found if d.cls != "value"]
             if findings:
                 f = findings[0]
-                ev = self._refuting_evidence(ex, f, ev)
+                ev = self._evidence_first(ex, f.chunk, ev)
                 out.append(Judgement("REFUTED", prob, ev, reason=f"{f.check}: {f.mention!r} vs {f.evidence!r}"))
+            elif found and prob < self.tau:
+                d = found[0]
+                ev = self._evidence_first(ex, d.evidence[0] if d.evidence is not None else -1, ev)
+                out.append(Judgement("REFUTED", prob, ev,
+                                     reason=f"{d.cls} {d.kind}: {d.claim_text!r} vs {d.evidence_text!r}"))
             else:
                 verdict = "SUPPORTED" if prob >= self.tau else "NO_EVIDENCE"
                 out.append(Judgement(verdict, prob, ev, reason=None if verdict == "SUPPORTED" else "low support"))
         return out
 
     @staticmethod
-    def _refuting_evidence(example, finding, evidence) -> list:
-        """The chunk holding the disagreeing item first (``chunk`` indexes the judge's ``chunks``)."""
-        if not 0 <= finding.chunk < len(example.chunks):
+    def _evidence_first(example, k: int, evidence) -> list:
+        """Chunk ``k`` (the disagreeing item's; an index of the judge's ``chunks``) first."""
+        if not 0 <= k < len(example.chunks):
             return evidence
-        rest = [e for e in evidence if e.chunk != finding.chunk]
-        same = [e for e in evidence if e.chunk == finding.chunk]
+        rest = [e for e in evidence if e.chunk != k]
+        same = [e for e in evidence if e.chunk == k]
         if same:
             return same + rest
-        c = example.chunks[finding.chunk]
-        return [Evidence(finding.chunk, -1, -1, example.context[c.start:c.end], 0.0)] + rest
+        c = example.chunks[k]
+        return [Evidence(k, -1, -1, example.context[c.start:c.end], 0.0)] + rest
