@@ -584,8 +584,8 @@ class Detector:
                                        self.threshold_rule)
                 self.sentence_threshold_ = float(tuned.best_threshold_)
         self.claim_threshold_ = None
-        if self.spec.sentence_level and CLAIM in val.columns and self.claim_proba_frame(val) is not None:
-            risks = self.claim_proba_frame(val)
+        risks = self.claim_proba_frame(val) if self.spec.sentence_level and CLAIM in val.columns else None
+        if risks is not None:
             labels = [b.labels for b in val[CLAIM]]
             r = np.concatenate([x for x, y in zip(risks, labels) if y is not None and len(y)] or [np.zeros(0)])
             y = np.concatenate([y for y in labels if y is not None and len(y)] or [np.zeros(0, dtype=int)])
