@@ -714,12 +714,15 @@ def _check_detector(det, meta: dict, model_path: Path) -> dict:
             calibrator is not None and not type(calibrator).__module__.startswith("sklearn."):
         raise fail("calibrator_", f"must be a {want[attrs['calibration']]} for calibration "
                                   f"{attrs['calibration']!r}; got {type(calibrator).__name__}")
-    if attrs["calibration"] == "sigmoid":
+    def sigmoid_params(attr, cal):
         for name in ("a_", "b_"):
-            value = vars(calibrator).get(name)
+            value = vars(cal).get(name)
             if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) or \
                     not math.isfinite(value):
-                raise fail(f"calibrator_.{name}", "must be a finite number")
+                raise fail(f"{attr}.{name}", "must be a finite number")
+
+    if attrs["calibration"] == "sigmoid":
+        sigmoid_params("calibrator_", calibrator)
     # the composition of answer and sentence risks
     from ._detector import COMPOSITIONS
 
@@ -732,11 +735,7 @@ def _check_detector(det, meta: dict, model_path: Path) -> dict:
     if scal is not None:
         if type(scal).__name__ != "_SigmoidCalibration" or not type(scal).__module__.startswith("sklearn."):
             raise fail("sentence_calibrator_", f"must be a _SigmoidCalibration or None; got {type(scal).__name__}")
-        for name in ("a_", "b_"):
-            value = vars(scal).get(name)
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) or \
-                    not math.isfinite(value):
-                raise fail(f"sentence_calibrator_.{name}", "must be a finite number")
+        sigmoid_params("sentence_calibrator_", scal)
     unit("claim_threshold_", get("claim_threshold_", None), optional=True)
     # the evidence floors
     floors = get("evidence_floor_", {})
