@@ -45,3 +45,19 @@ def sample():
 def write_lines(path: Path, lines) -> Path:
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return path
+
+
+@pytest.fixture(scope="session")
+def evqual_sample_detector():
+    """``Detector("evqual")`` fitted on the embedded sample, once per session (about 20 s a fit).
+
+    Shared: tests read it and may save it, never refit or change it.
+    """
+    import warnings
+
+    from evqual.data import load_sample
+    from evqual.models import Detector
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return Detector("evqual").fit(load_sample())

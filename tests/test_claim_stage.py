@@ -40,10 +40,8 @@ def sample_frame():
 
 
 @pytest.fixture(scope="module")
-def detector():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return Detector("evqual").fit(load_sample())
+def detector(evqual_sample_detector):
+    return evqual_sample_detector
 
 
 # ------------------------------------------------------------------ claim blocks
@@ -75,6 +73,45 @@ def test_frame_holds_claims_and_transformed_claims_only_with_targets(sample_fram
         assert (a.extra_values is None) == (b.extra_values is None)
         if a.extra_values is not None:
             np.testing.assert_array_equal(a.extra_values, b.extra_values)
+
+
+def test_transformed_claims_carry_their_tags_and_can_be_left_out(sample_frame):
+    # leave-one-type-out (scripts/loto_detector.py): a refit without the transformations of some tags
+    from evqual.evidence import ClaimModel
+    from evqual.models import StackedEvidenceClassifier
+
+    blocks = [b for b in sample_frame[CLAIM] if b.extra_values is not None]
+    assert all(len(b.extra_tags) == len(b.extra_labels) for b in blocks)
+    tags = np.concatenate([b.extra_tags for b in blocks])
+    flips = sorted({t for b in blocks for t, y in zip(b.extra_tags, b.extra_labels) if y == 1})
+    assert flips and all(isinstance(t, str) and t for t in tags)
+    seen = []
+
+    class Spy(ClaimModel):
+        def fit(self, X, y, sample_weight=None, **kw):
+            seen.append(len(y))
+            return super().fit(X, y, sample_weight=sample_weight, **kw)
+
+    rows = range(len(sample_frame))
+    for exclude in ((), (flips[0],)):
+        est = StackedEvidenceClassifier(None, None, claim_estimator=Spy(max_iter=5), claim_exclude_tags=exclude)
+        est._fit_claims(sample_frame, rows)
+    assert seen[1] == seen[0] - int((tags == flips[0]).sum()) and seen[1] < seen[0]
+    # a frame without tags (built before they existed) cannot be filtered: a clear error, not a silent no-op
+    old = sample_frame.copy()
+    old[CLAIM] = [b._replace(extra_tags=None) for b in sample_frame[CLAIM]]
+    est = StackedEvidenceClassifier(None, None, claim_estimator=Spy(max_iter=5), claim_exclude_tags=(flips[0],))
+    with pytest.raises(ValueError, match="transformation tags"):
+        est._fit_claims(old, rows)
+
+
+def test_training_split_is_the_detectors_split(sample_frame):
+    from evqual.models import training_split
+
+    fit_idx, val_idx = training_split(sample_frame, validation_pool="test")
+    assert not set(fit_idx) & set(val_idx) and len(fit_idx) + len(val_idx) <= len(sample_frame)
+    src = sample_frame["source_id"].to_numpy()
+    assert not set(src[fit_idx]) & set(src[val_idx])  # grouped by source
 
 
 def test_no_transformed_claims_at_rate_zero():
@@ -178,8 +215,12 @@ def test_detector_risks_are_composed_with_calibrated_sentence_risks(detector):
     assert detector.compose == "bounds" and detector.sentence_calibrator_ is not None
     for risk, sent in zip(d.risk, d.sentence_risk):
         if len(sent):
-            # an evidence floor may lift the answer over the sum of its sentences, never under the riskiest
-            assert sent.max() - 1e-9 <= risk
+            # the evidence floors act on the sentences, so the floored answer keeps within the bounds too
+            assert sent.max() - 1e-9 <= risk <= min(1.0, sent.sum()) + 1e-9
+
+
+@pytest.mark.slow
+def test_risks_without_floors_are_composed_too():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         free = Detector("evqual", evidence_floor=False).fit(load_sample())
@@ -189,13 +230,17 @@ def test_detector_risks_are_composed_with_calibrated_sentence_risks(detector):
             assert sent.max() - 1e-9 <= risk <= min(1.0, sent.sum()) + 1e-9
 
 
+def test_unknown_composition_is_refused_before_fitting():
+    with pytest.raises(ValueError, match="compose must be one of"):
+        Detector("evqual", compose="max").fit(load_sample())
+
+
+@pytest.mark.slow
 def test_compose_none_keeps_the_calibrated_answer_risk():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         det = Detector("evqual", compose="none").fit(load_sample())
     assert det.sentence_calibrator_ is None
-    with pytest.raises(ValueError, match="compose must be one of"):
-        Detector("evqual", compose="max").fit(load_sample())
 
 
 def test_saved_detector_keeps_its_composition(detector, tmp_path):
@@ -238,3 +283,41 @@ def test_one_scale_script_counts_flagged_answers_without_a_flagged_sentence(tmp_
     proc = subprocess.run([sys.executable, str(script), str(tmp_path / "absent")], capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 2 and "absent" in proc.stderr
+
+
+def test_a_contradiction_floors_its_sentence_and_the_answer_shows_it(detector):
+    # regression (issue 22, session 3): a wrong date floored the answer at 0.80 while its only sentence kept
+    # risk 0.11; the floor now acts on the sentence the check fired on, before the composition
+    from evqual.models import FLOOR_CHECKS
+
+    assert detector.evidence_floor_ and all(k.split(":", 1)[1] in FLOOR_CHECKS for k in detector.evidence_floor_)
+    ex = make_example(query="When did the bridge open?", context=["The bridge opened in 1932 after six years."],
+                      output="The bridge opened in 1935.", task_type="QA")
+    d = detector.detect([ex])
+    floor = detector.evidence_floor_.get("QA:check.date.v1", detector.evidence_floor_.get("*:check.date.v1"))
+    assert floor and d.sentence_risk[0][0] >= floor - 1e-9
+    assert d.risk[0] == pytest.approx(d.sentence_risk[0][0])
+
+
+def test_sentence_level_floors_are_precisions_of_sentence_labels(sample_frame):
+    from evqual.models import evidence_floors
+
+    floors = evidence_floors(sample_frame, level="sentence", prior=(0.0, 0.0), min_precision=0.0)
+    blocks = [(b, t) for b, t in zip(sample_frame[SENT], sample_frame["task_type"]) if b.labels is not None]
+    j = list(blocks[0][0].names).index("sent.check.number.v1")
+    fired = np.concatenate([b.values[:, j] > 0 for b, _ in blocks])
+    y = np.concatenate([b.labels for b, _ in blocks])
+    if fired.any():
+        assert floors["*:check.number.v1"] == pytest.approx(y[fired].mean())
+    with pytest.raises(ValueError, match="level must be"):
+        evidence_floors(sample_frame, level="claim")
+
+
+def test_a_name_of_several_words_is_one_reason():
+    # regression (issue 22, session 3): "Joseph Strauss" gave two ENTITY_UNSUPPORTED reasons, one per word
+    from evqual.scoring import Scorer
+
+    r = Scorer.load().score(query="Who designed the bridge?", context=["The bridge opened in 1932."],
+                            output="It was designed by Joseph Strauss.", task_type="QA")
+    mentions = [x.details.get("mention") for s in r.sentences for x in s.reasons if x.code == "ENTITY_UNSUPPORTED"]
+    assert "Joseph Strauss" in mentions and "Joseph" not in mentions and "Strauss" not in mentions

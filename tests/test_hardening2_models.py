@@ -133,7 +133,7 @@ def assert_refused_in_subprocess(folder, match: str, timeout: float = 60.0) -> N
 
 # ---------------------------------------------------------------------------------------------- fixtures
 @pytest.fixture(scope="module")
-def models(tmp_path_factory):
+def models(tmp_path_factory, evqual_sample_detector):
     """Small detectors of the methods whose compiled predictors the attacks target, and a claim model."""
     from evqual.verify import ClaimExtractor, ClaimModel, claim_dataset, save_claim_model
 
@@ -142,8 +142,9 @@ def models(tmp_path_factory):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         sample = load_sample()
-        for method in ("semantic-eq-gb", "evqual", "random-forest", "evidence-lr", "tfidf-lr"):
+        for method in ("semantic-eq-gb", "random-forest", "evidence-lr", "tfidf-lr"):
             out[method] = save_detector(Detector(method).fit(sample), root / method)
+        out["evqual"] = save_detector(evqual_sample_detector, root / "evqual")
         X, y, owner, _ = claim_dataset(sample, ClaimExtractor())
         out["claims"] = save_claim_model(ClaimModel(max_iter=15).fit(X, y, groups=owner), root / "claims")
     return out

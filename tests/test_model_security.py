@@ -157,7 +157,7 @@ def good(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def every_method(tmp_path_factory):
+def every_method(tmp_path_factory, evqual_sample_detector):
     """Every method saved once (sigmoid calibration), plus evidence-lr under isotonic and no calibration."""
     root = tmp_path_factory.mktemp("methods")
     examples = load_sample()
@@ -165,7 +165,8 @@ def every_method(tmp_path_factory):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for method in METHODS:
-            folders[method] = save_detector(Detector(method).fit(examples), root / method)
+            det = evqual_sample_detector if method == "evqual" else Detector(method).fit(examples)
+            folders[method] = save_detector(det, root / method)
         for cal in ("isotonic", "none"):
             folders[f"evidence-lr/{cal}"] = save_detector(Detector("evidence-lr", calibration=cal).fit(examples),
                                                           root / f"evidence-lr-{cal}")

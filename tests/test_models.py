@@ -211,11 +211,9 @@ def test_seed002_objective_prefers_balance():
 
 # ------------------------------------------------------------------ artifacts
 @pytest.fixture(scope="module")
-def saved(tmp_path_factory):
+def saved(tmp_path_factory, evqual_sample_detector):
     folder = tmp_path_factory.mktemp("model")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        det = Detector("evqual").fit(load_sample())
+    det = evqual_sample_detector
     save_detector(det, folder, training_data={"rows": 72}, metrics={"note": "test"})
     return det, folder
 
@@ -309,7 +307,8 @@ def test_fast_tree_and_text_paths_equal_scikit_learn():
     np.testing.assert_allclose(fast_proba(text, frame), text.predict_proba(frame), rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("method", ["metadata-lr", "semantic-eq-gb", "evqual"])
+@pytest.mark.parametrize("method", ["metadata-lr", "semantic-eq-gb",
+                                    pytest.param("evqual", marks=pytest.mark.slow)])  # evqual: two fits of ~30 s
 @pytest.mark.parametrize("calibration", ["sigmoid", "isotonic"])
 def test_detector_risk_equals_calibrated_classifier(method, calibration):
     """The kept calibration map must be fed the score CalibratedClassifierCV fitted it on

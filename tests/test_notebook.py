@@ -26,6 +26,7 @@ def _run(data: str, notebook: Path = NOTEBOOK):
     return nb
 
 
+@pytest.mark.slow  # about 90 s; the scoring notebook below runs by default
 def test_notebook_runs_on_the_embedded_sample():
     nb = _run("sample")
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]

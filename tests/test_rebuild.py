@@ -64,6 +64,7 @@ def test_build_is_deterministic_bit_for_bit(sample_model, tmp_path):
     assert a["span_tagger"] is not None
 
 
+@pytest.mark.slow  # a model build of about 30 s
 def test_saved_bytes_do_not_depend_on_the_process_or_thread_count(sample_model, tmp_path):
     """Another process with one OpenMP thread writes the same model.skops bytes (no thread count, no id())."""
     import os
@@ -81,6 +82,7 @@ def test_check_rebuild_passes_on_the_same_data(sample_model):
     assert result["ok"] and result["recorded"] and result["expected"] == result["rebuilt"]
 
 
+@pytest.mark.slow  # a model build of about 30 s
 def test_check_rebuild_fails_on_other_data(sample_model, tmp_path):
     """Trained on a subset, the rebuild predicts other floats: the check says so."""
     subset = tmp_path / "subset"
@@ -91,6 +93,7 @@ def test_check_rebuild_fails_on_other_data(sample_model, tmp_path):
     assert not result["ok"] and result["expected"] != result["rebuilt"]
 
 
+@pytest.mark.slow  # a model build of about 30 s
 def test_check_rebuild_fails_when_the_recorded_fingerprint_is_not_the_model(sample_model, tmp_path):
     folder = tmp_path / "model"
     shutil.copytree(sample_model, folder)
@@ -109,6 +112,7 @@ def test_fingerprint_changes_when_one_prediction_changes(sample_model):
         assert prediction_fingerprint(det)["sha256"] != before
 
 
+@pytest.mark.slow  # a model build of about 30 s
 def test_script_check_exit_status(sample_model, tmp_path):
     run = [sys.executable, str(SCRIPT), "--data", str(sample_path()), "--check", str(sample_model)]
     proc = subprocess.run(run, capture_output=True, text=True, timeout=600)

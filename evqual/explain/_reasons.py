@@ -71,7 +71,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..features import (
     KNOWN_ATTRIBUTES,
@@ -334,9 +334,25 @@ def claim_reasons(example, analysis, i: int, *, claim_risks=None, claim_threshol
     return out
 
 
+def _joined(differences, text: str) -> list:
+    """Differences with adjacent novel or borrowed words of one class joined into one ("Joseph" and
+    "Strauss" are one name): consecutive in the claim, only white space between them, no evidence side."""
+    out = []
+    for d in differences:
+        prev = out[-1] if out else None
+        if (prev is not None and d.kind in ("novel", "borrowed") and d.evidence is None and prev.evidence is None
+                and (prev.cls, prev.kind) == (d.cls, d.kind) and prev.claim is not None and d.claim is not None
+                and prev.claim[1] <= d.claim[0] and not text[prev.claim[1]:d.claim[0]].strip()):
+            out[-1] = replace(prev, claim=(prev.claim[0], d.claim[1]),
+                              claim_text=text[prev.claim[0]:d.claim[1]])
+        else:
+            out.append(d)
+    return out
+
+
 def _one_claim(example, claim, c_risk) -> list[Reason]:
     found, novel = [], []
-    for d in claim.differences:
+    for d in _joined(claim.differences, example.output):
         if d.cls == "word" and d.kind == "novel" and d.claim is not None:
             novel.append(d)
             continue

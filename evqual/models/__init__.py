@@ -21,6 +21,7 @@ from ._detector import (
     grouped_folds,
     seed002_objective,
     training_needs,
+    training_split,
     validation_split,
 )
 from ._audit import audit_objects, load_audited, read_model_meta, templates_for
@@ -121,5 +122,6 @@ __all__ = [
     "seed002_objective",
     "span_scores",
     "tokens_to_spans",
+    "training_split",
     "validation_split",
 ]

@@ -89,14 +89,15 @@ at least that often is looked at again.  Session 3 of issue 9 lowered it from 0.
 ``cv5`` that cost 0.007 F1, on the development suite it flagged 8 points more of the hallucinated
 answers at 0.7 points more false alarms (``docs/RESULTS.md``, "Evidence-first risk")."""
 FLOOR_PRIOR = (0.8, 10.0)
-"""Prior precision of a contradiction check and its weight, in answers.  The checks are built to be precise:
-on the hand-written minimal edits of ``tests/data/contrastive`` each measured 0.7-1.0
-(``scripts/check_precision.py``).  A check the fitting data rarely sees keeps near this prior (a check
+"""Prior precision of a contradiction check and its weight, in rows (sentences; answers uncomposed).
+The checks are built to be precise: on the hand-written minimal edits of ``tests/data/contrastive`` each
+measured 0.7-1.0 (``scripts/check_precision.py``).  A check the fitting data rarely sees keeps near this prior (a check
 that never fired there floors at 0.8, so a contradiction still counts on logs unlike the training data);
 one it sees often is judged by that data."""
 
 
-def evidence_floors(*frames, min_precision: float = FLOOR_MIN_PRECISION, prior=FLOOR_PRIOR) -> dict:
+def evidence_floors(*frames, min_precision: float = FLOOR_MIN_PRECISION, prior=FLOOR_PRIOR,
+                    level: str = "answer") -> dict:
     """Risk floors of the contradiction checks, per task, learned from labelled frames.
 
     For each check of :data:`FLOOR_CHECKS`, over all rows (``"*"``) and over
@@ -109,6 +110,11 @@ def evidence_floors(*frames, min_precision: float = FLOOR_MIN_PRECISION, prior=F
     imprecise does not take the all-row floor.  The all-row floor applies to
     tasks the data did not hold (a user's own task types).
 
+    With ``level="sentence"`` the rows are the labelled sentences of the
+    frames' sentence blocks: a check fired on a sentence when its
+    ``sent.check.*`` count is positive, and the precision is that of the
+    sentence labels (what :class:`Detector` with ``compose="bounds"`` floors).
+
     Examples
     --------
     >>> import pandas as pd
@@ -120,17 +126,25 @@ def evidence_floors(*frames, min_precision: float = FLOOR_MIN_PRECISION, prior=F
     p0, m = prior
     if not (0.0 <= p0 <= 1.0 and m >= 0):
         raise ValueError(f"prior must be (precision in [0, 1], weight >= 0); got {prior!r}")
+    if level not in ("answer", "sentence"):
+        raise ValueError(f"level must be 'answer' or 'sentence'; got {level!r}")
     import pandas as pd
 
     rows = pd.concat(frames, ignore_index=True)
-    out = {}
-    tasks = ["*"] + sorted({str(t) for t in rows["task_type"].dropna()}) if "task_type" in rows.columns else ["*"]
-    y = rows["label"].astype(int).to_numpy()
     task_col = rows["task_type"].astype(str).to_numpy() if "task_type" in rows.columns else None
+    if level == "sentence":
+        fired_of, y, task_col = _sentence_firings(rows, task_col)
+    else:
+        y = rows["label"].astype(int).to_numpy()
+
+        def fired_of(name):
+            return rows[name].to_numpy(dtype=np.float64) > 0 if name in rows.columns else None
+    out = {}
+    tasks = ["*"] + sorted(set(task_col.tolist())) if task_col is not None else ["*"]
     for name in FLOOR_CHECKS:
-        if name not in rows.columns:
+        fired = fired_of(name)
+        if fired is None:
             continue
-        fired = rows[name].to_numpy(dtype=np.float64) > 0
         for task in tasks:
             sel = fired if task == "*" else fired & (task_col == task)
             n = int(sel.sum())
@@ -142,6 +156,47 @@ def evidence_floors(*frames, min_precision: float = FLOOR_MIN_PRECISION, prior=F
             elif task != "*":
                 out[f"{task}:{name}"] = 0.0
     return out
+
+
+def _sentence_firings(rows, task_col):
+    """``(fired_of(name), sentence labels, sentence tasks)`` over the labelled sentences of a frame."""
+    from ._frame import SENT
+
+    blocks = [(i, b) for i, b in enumerate(rows[SENT].tolist()) if b.labels is not None and len(b.labels)]
+    if not blocks:
+        empty = np.zeros(0, dtype=bool)
+        return (lambda name: empty), np.zeros(0, dtype=int), (np.zeros(0, dtype=str) if task_col is not None
+                                                               else None)
+    names = {n: j for j, n in enumerate(blocks[0][1].names)}
+    values = np.vstack([b.values for _, b in blocks])
+    y = np.concatenate([b.labels for _, b in blocks]).astype(int)
+    tasks = np.concatenate([[task_col[i]] * len(b.labels) for i, b in blocks]) if task_col is not None else None
+
+    def fired_of(name):
+        j = names.get("sent." + name)
+        return None if j is None else values[:, j] > 0
+
+    return fired_of, y, tasks
+
+
+def training_split(frame, *, validation_pool: str | None = None, validation_size: float = 0.2,
+                   random_state: int = 42) -> tuple[np.ndarray, np.ndarray]:
+    """Row indices ``(fit, validation)`` of a detector frame, as :meth:`Detector.fit` splits it.
+
+    With ``validation_pool`` (a split name the frame holds), the validation part is 25% of that
+    split's sources, and rows of other splits from those sources are fitted on by nobody; otherwise
+    it is ``validation_size`` of all sources.  Both are grouped by ``source_id`` and stratified by
+    label (:func:`evqual.models.validation_split`).
+    """
+    all_idx = np.arange(len(frame))
+    split = frame["split"].astype(str).to_numpy()
+    if validation_pool is not None and (split == validation_pool).any():
+        pool, rest = all_idx[split == validation_pool], all_idx[split != validation_pool]
+        fit_idx, val_idx = validation_split(frame, pool, size=0.25, random_state=random_state)
+        sources = frame["source_id"].to_numpy()
+        rest = rest[~np.isin(sources[rest], sources[val_idx])]
+        return np.concatenate([fit_idx, rest]), val_idx
+    return validation_split(frame, all_idx, size=validation_size, random_state=random_state)
 
 
 CALIBRATION_FOLDS = 5
@@ -346,7 +401,13 @@ class Detector:
         and calibration data (the posterior mean under the prior
         :data:`FLOOR_PRIOR`), whatever the learned model says, where that
         precision is at least :data:`FLOOR_MIN_PRECISION` (see
-        :func:`evidence_floors`).  The floor acts after ``compose``; the threshold is tuned on the floored risks.
+        :func:`evidence_floors`).  With ``compose="bounds"`` the floor acts
+        on the sentence the check fired on, with the check's precision on
+        sentence labels (``evidence_floors(level="sentence")``), before the
+        composition: the answer is at least its riskiest sentence, so a
+        floored answer always shows the floored sentence.  Without
+        composition it acts on the answer.  Thresholds are tuned on the
+        floored risks.
         Only evqual's own methods (``evqual``, ``evqual-meta``) are floored;
         the seeds' baselines are left as their seeds describe them.
         The response model is also constrained never to lower the risk when
@@ -382,7 +443,8 @@ class Detector:
         differences of flagged claims are the reasons explanations give.
     evidence_floor_ : dict
         ``"<task>:<check feature>"`` (task ``"*"``: any) to its risk floor
-        (empty when ``evidence_floor`` is off).
+        (empty when ``evidence_floor`` is off): of a sentence when
+        :attr:`sentence_calibrator_` is set, else of the answer.
     span_gate_ : float
         Tokens of sentences with a sentence risk below this are not scored
         (risk 0): the largest gate of a small grid that keeps validation
@@ -464,17 +526,8 @@ class Detector:
             check_training_data(frame["label"].to_numpy(), frame["source_id"].to_numpy(),
                                 n_splits=max(2, int(round(1.0 / self.validation_size))),
                                 calibration=self.calibration)
-            all_idx = np.arange(len(frame))
-            split = frame["split"].astype(str).to_numpy()
-            if validation_pool is not None and (split == validation_pool).any():
-                pool, rest = all_idx[split == validation_pool], all_idx[split != validation_pool]
-                fit_idx, val_idx = validation_split(frame, pool, size=0.25, random_state=self.random_state)
-                sources = frame["source_id"].to_numpy()
-                rest = rest[~np.isin(sources[rest], sources[val_idx])]
-                fit_idx = np.concatenate([fit_idx, rest])
-            else:
-                fit_idx, val_idx = validation_split(frame, all_idx, size=self.validation_size,
-                                                    random_state=self.random_state)
+            fit_idx, val_idx = training_split(frame, validation_pool=validation_pool,
+                                              validation_size=self.validation_size, random_state=self.random_state)
             train = self._augmented(frame.iloc[fit_idx], [examples[i] for i in fit_idx])
             return self.fit_frames(train, frame.iloc[val_idx])
         validation = as_examples(validation)
@@ -546,17 +599,21 @@ class Detector:
                             if self.calibration != "none" else None)
         raw = calibrated.predict_proba(val)[:, 1]
         self.sentence_calibrator_ = None
+        self.evidence_floor_ = {}
         if self.compose == "bounds" and self.spec.sentence_level:
             sraw, slabels = self._sentence_scores(val)
             if len(slabels) and len(np.unique(slabels)) == 2:
                 from sklearn.calibration import _SigmoidCalibration
 
                 self.sentence_calibrator_ = _SigmoidCalibration().fit(_logit(sraw), slabels)
-                raw = compose_risks(raw, self.sentence_proba_frame(val))
-        self.evidence_floor_ = {}
         if getattr(self, "evidence_floor", True) and self.spec.source == "evqual":
-            # evqual's own methods only: the seeds' baselines are reproduced as their seeds describe them
-            self.evidence_floor_ = evidence_floors(train, val)
+            # evqual's own methods only: the seeds' baselines are reproduced as their seeds describe them;
+            # composed, a check floors the sentence it fired on (the answer is at least its riskiest sentence)
+            self.evidence_floor_ = evidence_floors(
+                train, val, level="sentence" if self.sentence_calibrator_ is not None else "answer")
+        if self.sentence_calibrator_ is not None:
+            raw = compose_risks(raw, self.sentence_proba_frame(val))
+        else:
             raw = self._floor(val, raw)
         if np.ptp(raw) == 0:
             # a constant score (the majority baseline) has no threshold to tune: keep 0.5
@@ -606,7 +663,7 @@ class Detector:
         has_gold = [t.gold is not None for t in train[TOK]]
         if not any(has_gold) or not any(t.labels is not None and t.labels.any() for t in train[TOK]):
             return
-        oof = self._calibrate_sentences(oof)
+        oof = self._floor_sentences(train, self._calibrate_sentences(oof))
         tagger = SpanTagger(random_state=self.random_state).fit(train, sentence_risks=oof, claim_risks=claim_oof)
         sr = self.sentence_proba_frame(val)
         probs = tagger.token_proba(val, sr, claim_risks=self._claim_risks(val, tagger))
@@ -683,6 +740,44 @@ class Detector:
             np.maximum(out, np.where(fired, floor, 0.0), out=out)
         return out
 
+    def _floor_sentences(self, frame, risks):
+        """Composed detectors: each sentence's calibrated risk raised to the floor of every contradiction check
+        that fired on it (its ``sent.check.*`` count; :attr:`evidence_floor_`, learned from sentence labels).
+
+        Without a sentence calibrator the floors act on the answer instead (:meth:`_floor`).
+        """
+        floors = getattr(self, "evidence_floor_", None)
+        if not floors or risks is None or getattr(self, "sentence_calibrator_", None) is None:
+            return risks
+        from ._frame import SENT
+
+        blocks = frame[SENT].tolist()
+        tasks = [str(t) for t in frame["task_type"].tolist()] if "task_type" in frame.columns else None
+        if not blocks or not any(len(b.values) for b in blocks):
+            return risks
+        names = {n: j for j, n in enumerate(next(b for b in blocks if len(b.values)).names)}
+        cols, values = [], []
+        for name in FLOOR_CHECKS:
+            j = names.get("sent." + name)
+            default = floors.get(f"*:{name}", 0.0)
+            per_task = {k.split(":", 1)[0]: v for k, v in floors.items() if k.endswith(":" + name) and k[0] != "*"}
+            if j is not None and (default or per_task):
+                cols.append(j)
+                values.append((default, per_task))
+        if not cols:
+            return risks
+        out = []
+        for i, (b, r) in enumerate(zip(blocks, risks)):
+            r = np.asarray(r, dtype=np.float64)
+            if len(r) and len(b.values):
+                fired = b.values[:, cols] > 0
+                if fired.any():
+                    task = tasks[i] if tasks is not None else None
+                    floor = np.array([pt.get(task, d) if task is not None else d for d, pt in values])
+                    r = np.maximum(r, (fired * floor).max(axis=1))
+            out.append(r)
+        return out
+
     def _calibration_input(self, frame, proba=None) -> np.ndarray:
         """The score the calibration map was fitted on.
 
@@ -710,7 +805,7 @@ class Detector:
         answer risk from them (``compose="bounds"``), else the sentence model's raw scores."""
         if not self.spec.sentence_level:
             return None
-        return self._calibrate_sentences(self.model_.sentence_proba(frame))
+        return self._floor_sentences(frame, self._calibrate_sentences(self.model_.sentence_proba(frame)))
 
     def _calibrate_sentences(self, risks):
         cal = getattr(self, "sentence_calibrator_", None)
@@ -743,7 +838,8 @@ class Detector:
             proba, sent = fast_proba(model, frame), self.sentence_proba_frame(frame)
         risk = proba[:, 1] if self.calibrator_ is None else self._calibrate(self._calibration_input(frame, proba))
         if getattr(self, "sentence_calibrator_", None) is not None:
-            risk = compose_risks(risk, sent)
+            sent = self._floor_sentences(frame, sent)
+            return compose_risks(risk, sent), sent, claims
         return self._floor(frame, risk), sent, claims
 
     # ------------------------------------------------------------------ production scoring

@@ -442,6 +442,11 @@ class StackedEvidenceClassifier(ClassifierMixin, BaseEstimator):
         ``None``: no claim stage (models saved before it load so).
     claim_augment_weight : float, default=0.3
         Sample weight of the transformed claims (0 leaves them out).
+    claim_exclude_tags : sequence of str, default=()
+        Transformation tags (:attr:`evqual.models.ClaimBlock.extra_tags`,
+        such as ``"value"`` or ``"logic:quantity"``) whose transformed claims
+        are left out of the claim model's training: for leave-one-type-out
+        measurement (``scripts/loto_detector.py``).
     families : sequence of str or None
         Content families for both models.
     include_metadata : bool
@@ -464,14 +469,16 @@ class StackedEvidenceClassifier(ClassifierMixin, BaseEstimator):
     monotonic_checks = True  # models saved before the parameter existed load with the default
     claim_estimator = None
     claim_augment_weight = 0.3
+    claim_exclude_tags = ()
 
     def __init__(self, sentence_estimator, response_estimator, *, claim_estimator=None, claim_augment_weight=0.3,
-                 text_estimators=(), families=None, include_metadata=False, sentence_context=None, cv=3,
-                 monotonic_checks=True):
+                 claim_exclude_tags=(), text_estimators=(), families=None, include_metadata=False,
+                 sentence_context=None, cv=3, monotonic_checks=True):
         self.sentence_estimator = sentence_estimator
         self.response_estimator = response_estimator
         self.claim_estimator = claim_estimator
         self.claim_augment_weight = claim_augment_weight
+        self.claim_exclude_tags = claim_exclude_tags
         self.text_estimators = text_estimators
         self.sentence_context = sentence_context
         self.families = families
@@ -501,6 +508,7 @@ class StackedEvidenceClassifier(ClassifierMixin, BaseEstimator):
         blocks = X[CLAIM].tolist()
         Xs, ys, ws = [], [], []
         w = float(self.claim_augment_weight)
+        exclude = frozenset(getattr(self, "claim_exclude_tags", ()) or ())
         for i in rows:
             b = blocks[i]
             if b.labels is not None and len(b.labels):
@@ -508,9 +516,16 @@ class StackedEvidenceClassifier(ClassifierMixin, BaseEstimator):
                 ys.append(b.labels)
                 ws.append(np.ones(len(b.labels)))
             if w > 0 and b.extra_values is not None and len(b.extra_values):
-                Xs.append(b.extra_values)
-                ys.append(b.extra_labels)
-                ws.append(np.full(len(b.extra_labels), w))
+                keep = slice(None)
+                if exclude:
+                    tags = getattr(b, "extra_tags", None)
+                    if tags is None:
+                        raise ValueError("claim_exclude_tags needs claim blocks with transformation tags "
+                                         "(a frame built by this version's FrameBuilder)")
+                    keep = np.fromiter((t not in exclude for t in tags), bool, len(tags))
+                Xs.append(b.extra_values[keep])
+                ys.append(b.extra_labels[keep])
+                ws.append(np.full(len(ys[-1]), w))
         if not Xs:
             return None
         y = np.concatenate(ys)

@@ -62,6 +62,7 @@ class ClaimBlock(NamedTuple):
     labels: np.ndarray | None  # (n_claims,) 1 when a gold span overlaps the claim; None when spans are unknown
     extra_values: np.ndarray | None = None  # claims made by transformation of the answer's own claims (training)
     extra_labels: np.ndarray | None = None
+    extra_tags: np.ndarray | None = None  # each transformed claim's tag (``"value"``, ``"logic:quantity"`` ...)
 
 
 def claim_block(reading, sentences, gold=None, extra=None) -> ClaimBlock:
@@ -76,8 +77,8 @@ def claim_block(reading, sentences, gold=None, extra=None) -> ClaimBlock:
         labels = np.asarray([int(any(g.start < e and s < g.end for g in gold)) for s, e in offsets.tolist()],
                             dtype=np.int64)
     values = reading.matrix if claims else np.zeros((0, len(CLAIM_FEATURES)))
-    ev, el = extra if extra is not None else (None, None)
-    return ClaimBlock(values, offsets, claim_sentences(claims, sentences), labels, ev, el)
+    ev, el, et = extra if extra is not None else (None, None, None)
+    return ClaimBlock(values, offsets, claim_sentences(claims, sentences), labels, ev, el, et)
 
 
 def _objects(values) -> np.ndarray:
@@ -259,11 +260,12 @@ class FrameBuilder:
         if with_targets and rate > 0 and any(g is not None for g in golds):
             from ..evidence import transformed_rows
 
-            X, y, _, owner = transformed_rows(ex_list, seed=0, claim_rate=rate,
-                                              exclude_implicit_true=self.exclude_implicit_true)
+            X, y, tags, owner = transformed_rows(ex_list, seed=0, claim_rate=rate,
+                                                 exclude_implicit_true=self.exclude_implicit_true)
+            tags = np.asarray(tags, dtype=object)
             for i in np.unique(owner).tolist():
                 sel = owner == i
-                extras[i] = (X[sel], y[sel])
+                extras[i] = (X[sel], y[sel], tags[sel])
         return [claim_block(an.reading, an.offsets, g, x) for an, g, x in zip(analyses, golds, extras)]
 
     def fit_transform(self, examples, **kw):
