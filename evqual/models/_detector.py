@@ -199,6 +199,12 @@ def training_split(frame, *, validation_pool: str | None = None, validation_size
     return validation_split(frame, all_idx, size=validation_size, random_state=random_state)
 
 
+def _floors_of(floors: dict, name: str) -> tuple[float, dict]:
+    """``(all-task floor, {task: floor})`` of one check feature in an ``evidence_floor_`` dict."""
+    per_task = {k.split(":", 1)[0]: v for k, v in floors.items() if k.endswith(":" + name) and k[0] != "*"}
+    return floors.get(f"*:{name}", 0.0), per_task
+
+
 CALIBRATION_FOLDS = 5
 """``CalibratedClassifierCV``'s default folds: calibrating needs this many validation rows of each label."""
 
@@ -728,8 +734,7 @@ class Detector:
         for name in FLOOR_CHECKS:
             if name not in frame.columns:
                 continue
-            default = floors.get(f"*:{name}", 0.0)
-            per_task = {k.split(":", 1)[0]: v for k, v in floors.items() if k.endswith(":" + name) and k[0] != "*"}
+            default, per_task = _floors_of(floors, name)
             if not default and not per_task:
                 continue
             floor = np.full(len(out), default)
@@ -759,8 +764,7 @@ class Detector:
         cols, values = [], []
         for name in FLOOR_CHECKS:
             j = names.get("sent." + name)
-            default = floors.get(f"*:{name}", 0.0)
-            per_task = {k.split(":", 1)[0]: v for k, v in floors.items() if k.endswith(":" + name) and k[0] != "*"}
+            default, per_task = _floors_of(floors, name)
             if j is not None and (default or per_task):
                 cols.append(j)
                 values.append((default, per_task))
