@@ -241,6 +241,55 @@ def test_evidence_floors_are_posterior_precisions_kept_only_where_precise():
         evidence_floors(train, prior=(1.5, 10))
 
 
+def test_binding_floors_are_the_precision_of_the_rows_they_lift():
+    # regression (issue 22, session 4): a floor estimated over every fired row lifted the low-risk ones,
+    # which were far less often hallucinated, to the precision of the high-risk ones (a calibration dip:
+    # Data2txt's field floor 0.63 lifted answers 30% hallucinated)
+    y = [1] * 8 + [0] * 2 + [0] * 7 + [1] * 3  # 8 of 10 right where the model says 0.9; 3 of 10 below
+    risk = [0.9] * 10 + [0.1] * 10
+    rows = pd.DataFrame({"label": y, "task_type": ["Data2txt"] * 20, "check.field.v1": [1.0] * 20})
+    fired = evidence_floors(rows, prior=(0.0, 0.0), min_precision=0.0)
+    assert fired["Data2txt:check.field.v1"] == pytest.approx(0.55)
+    binding = evidence_floors(rows, prior=(0.0, 0.0), min_precision=0.0, risks=risk)
+    # lifting the ten rows at 0.1 to f is calibrated at f = 0.3 (3 of them hallucinated); any higher f
+    # up to 0.9 lifts the same ten rows
+    assert binding["Data2txt:check.field.v1"] == pytest.approx(0.3)
+    # kept only where at least min_precision, as before
+    assert evidence_floors(rows, prior=(0.0, 0.0), risks=risk)["Data2txt:check.field.v1"] == 0.0
+    with pytest.raises(ValueError, match="risks holds 3"):
+        evidence_floors(rows, risks=[0.1, 0.2, 0.3])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 1), st.floats(0.0, 1.0)), min_size=1, max_size=40),
+       st.sampled_from([(0.0, 0.0), (0.8, 10.0), (0.5, 2.0)]))
+def test_a_binding_floor_is_calibrated_on_what_it_lifts(rows, prior):
+    from evqual.models import FLOOR_GRID
+    from evqual.models._detector import _binding_floor
+
+    y = np.array([a for a, _ in rows])
+    r = np.array([b for _, b in rows])
+    p0, m = prior
+    f = _binding_floor(y, r, p0, m)
+
+    def precision_below(v):
+        sel = r < v
+        n = sel.sum() + m
+        return (y[sel].sum() + p0 * m) / n if n else 0.0
+
+    if f > 0:
+        assert precision_below(f) >= f - 1e-12
+    for g in FLOOR_GRID[FLOOR_GRID > f + 1e-9]:
+        assert precision_below(g) < g
+
+
+def test_evidence_floor_values_are_checked():
+    with pytest.raises(ValueError, match="evidence_floor must be"):
+        Detector("evqual", evidence_floor="always")._check()
+    for ok in (True, False, "binding", "fired"):
+        Detector("evqual", evidence_floor=ok)._check()
+
+
 def test_a_task_where_a_check_is_imprecise_does_not_take_the_all_task_floor():
     det = Detector("evqual")
     det.evidence_floor_ = {"*:check.number.v1": 0.7, "Summary:check.number.v1": 0.0}

@@ -259,6 +259,19 @@ def test_saved_detector_keeps_its_composition(detector, tmp_path):
         load_detector(bad)
 
 
+def test_saved_detector_records_how_its_floors_were_estimated(detector, tmp_path):
+    save_detector(detector, tmp_path / "m")
+    meta = json.loads((tmp_path / "m" / "meta.json").read_text())
+    assert meta["evidence_floor_mode"] == ("binding" if detector.evidence_floor_ else None)
+    for value, field in (("fired", "evidence_floor"), ("often", "evidence_floor_mode")):
+        bad = tmp_path / f"bad-{value}"
+        shutil.copytree(tmp_path / "m", bad)
+        m = dict(meta, evidence_floor_mode=value)
+        (bad / "meta.json").write_text(json.dumps(m))
+        with pytest.raises(ModelLoadError, match=field):
+            load_detector(bad)
+
+
 def test_frame_columns_for_the_tagger(sample_frame):
     assert {SENT, TOK, CLAIM} <= set(sample_frame.columns)
     ex = make_example(query="q", context="Paris is in France.", output="Paris is in Spain.")

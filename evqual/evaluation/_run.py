@@ -43,7 +43,7 @@ def build_frame(data, *, entity_backend: str = "regex", exclude_implicit_true: b
 def evaluate(data=None, method: str = "evqual", protocol: str = "cv5", *, frame=None, featurize_seconds=None,
              calibration: str = "sigmoid", threshold_rule: str = "f1", random_state: int = 42,
              n_splits: int = 5, entity_backend: str = "regex", progress=None, augment: str | None = None,
-             augment_rate: float = 0.5, builder=None, evidence_floor: bool = True,
+             augment_rate: float = 0.5, builder=None, evidence_floor: bool | str = True,
              compose: str = "bounds") -> EvaluationResult:
     """Evaluate ``method`` under ``protocol`` (see :mod:`evqual.evaluation._protocols`).
 
@@ -66,7 +66,7 @@ def evaluate(data=None, method: str = "evqual", protocol: str = "cv5", *, frame=
         each fold's fitting rows only: the edited twins of rows in the fitting
         part join it; validation (calibration, threshold) and held-out rows are
         never augmented. Needs ``data`` (the examples the frame was built from).
-    evidence_floor : bool, default=True
+    evidence_floor : bool or {"binding", "fired"}, default=True
         Passed to :class:`~evqual.models.Detector`.
     compose : {"bounds", "none"}, default="bounds"
         Passed to :class:`~evqual.models.Detector`.

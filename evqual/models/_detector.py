@@ -97,7 +97,7 @@ one it sees often is judged by that data."""
 
 
 def evidence_floors(*frames, min_precision: float = FLOOR_MIN_PRECISION, prior=FLOOR_PRIOR,
-                    level: str = "answer") -> dict:
+                    level: str = "answer", risks=None) -> dict:
     """Risk floors of the contradiction checks, per task, learned from labelled frames.
 
     For each check of :data:`FLOOR_CHECKS`, over all rows (``"*"``) and over
@@ -114,6 +114,15 @@ def evidence_floors(*frames, min_precision: float = FLOOR_MIN_PRECISION, prior=F
     frames' sentence blocks: a check fired on a sentence when its
     ``sent.check.*`` count is positive, and the precision is that of the
     sentence labels (what :class:`Detector` with ``compose="bounds"`` floors).
+
+    With ``risks`` (the model's calibrated risks before any floor: one per
+    row of the frames at ``level="answer"``, one array per row at
+    ``level="sentence"``), a floor is estimated where it *binds*: the floor
+    ``f`` is the largest value of :data:`FLOOR_GRID` whose posterior
+    precision over the fired rows with risk below ``f`` (the rows it lifts)
+    is at least ``f``.  The risk stays calibrated where the floor acts: a
+    check that fires mostly on answers the model already rates high, and is
+    right on those, no longer lifts the rest to the precision of the whole.
 
     Examples
     --------
@@ -133,12 +142,22 @@ def evidence_floors(*frames, min_precision: float = FLOOR_MIN_PRECISION, prior=F
     rows = pd.concat(frames, ignore_index=True)
     task_col = rows["task_type"].astype(str).to_numpy() if "task_type" in rows.columns else None
     if level == "sentence":
-        fired_of, y, task_col = _sentence_firings(rows, task_col)
+        fired_of, y, task_col, keep = _sentence_firings(rows, task_col)
+        if risks is not None:
+            risks = list(risks)
+            if len(risks) != len(rows):
+                raise ValueError(f"risks holds {len(risks)} rows; the frames hold {len(rows)}")
+            risks = np.concatenate([np.asarray(risks[i], dtype=np.float64) for i in keep] or [np.zeros(0)])
     else:
         y = rows["label"].astype(int).to_numpy()
 
         def fired_of(name):
             return rows[name].to_numpy(dtype=np.float64) > 0 if name in rows.columns else None
+        if risks is not None:
+            risks = np.asarray(risks, dtype=np.float64).reshape(-1)
+    if risks is not None and len(risks) != len(y):
+        raise ValueError(f"risks holds {len(risks)} values; the frames hold {len(y)} labelled "
+                         f"{'sentences' if level == 'sentence' else 'rows'}")
     out = {}
     tasks = ["*"] + sorted(set(task_col.tolist())) if task_col is not None else ["*"]
     for name in FLOOR_CHECKS:
@@ -150,7 +169,10 @@ def evidence_floors(*frames, min_precision: float = FLOOR_MIN_PRECISION, prior=F
             n = int(sel.sum())
             if task != "*" and n == 0:
                 continue  # the all-row floor stands in
-            precision = (int(y[sel].sum()) + p0 * m) / (n + m) if n + m > 0 else 0.0
+            if risks is not None:
+                precision = _binding_floor(y[sel], risks[sel], p0, m)
+            else:
+                precision = (int(y[sel].sum()) + p0 * m) / (n + m) if n + m > 0 else 0.0
             if precision >= min_precision:
                 out[f"{task}:{name}"] = float(precision)
             elif task != "*":
@@ -166,7 +188,7 @@ def _sentence_firings(rows, task_col):
     if not blocks:
         empty = np.zeros(0, dtype=bool)
         return (lambda name: empty), np.zeros(0, dtype=int), (np.zeros(0, dtype=str) if task_col is not None
-                                                               else None)
+                                                               else None), []
     names = {n: j for j, n in enumerate(blocks[0][1].names)}
     values = np.vstack([b.values for _, b in blocks])
     y = np.concatenate([b.labels for _, b in blocks]).astype(int)
@@ -176,7 +198,30 @@ def _sentence_firings(rows, task_col):
         j = names.get("sent." + name)
         return None if j is None else values[:, j] > 0
 
-    return fired_of, y, tasks
+    return fired_of, y, tasks, [i for i, _ in blocks]
+
+
+FLOOR_GRID = np.round(np.arange(0.01, 1.0, 0.01), 2)
+"""Candidate floor values of :func:`evidence_floors` with ``risks`` (binding floors)."""
+
+
+def _binding_floor(y, risk, p0: float, m: float) -> float:
+    """The largest ``f`` of :data:`FLOOR_GRID` with ``(sum(y[risk < f]) + p0 * m) / (count(risk < f) + m) >= f``
+    (0.0 when none): the floor is the posterior precision of the rows it lifts.
+
+    >>> round(_binding_floor(np.array([1, 1, 0, 0]), np.array([0.1, 0.2, 0.9, 0.95]), 0.0, 0.0), 2)
+    0.9
+    >>> _binding_floor(np.array([0, 0, 1]), np.array([0.1, 0.2, 0.9]), 0.0, 0.0)
+    0.0
+    """
+    order = np.argsort(risk, kind="stable")
+    r, yy = np.asarray(risk, dtype=np.float64)[order], np.asarray(y, dtype=np.float64)[order]
+    below = np.searchsorted(r, FLOOR_GRID, side="left")  # rows with risk < f
+    pos = np.concatenate([[0.0], np.cumsum(yy)])[below]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        prec = (pos + p0 * m) / (below + m)
+    ok = np.flatnonzero(np.nan_to_num(prec, nan=0.0) >= FLOOR_GRID)
+    return float(FLOOR_GRID[ok[-1]]) if len(ok) else 0.0
 
 
 def training_split(frame, *, validation_pool: str | None = None, validation_size: float = 0.2,
@@ -197,6 +242,21 @@ def training_split(frame, *, validation_pool: str | None = None, validation_size
         rest = rest[~np.isin(sources[rest], sources[val_idx])]
         return np.concatenate([fit_idx, rest]), val_idx
     return validation_split(frame, all_idx, size=validation_size, random_state=random_state)
+
+
+FLOOR_MODES = ("binding", "fired")
+"""Values of ``Detector(evidence_floor=...)`` besides ``True`` (``"binding"``) and ``False`` (no floors)."""
+
+
+def _floor_mode(value) -> str | None:
+    """``"binding"``, ``"fired"`` or None (no floors) for a ``Detector.evidence_floor`` value."""
+    if value is True:
+        return "binding"
+    if value is False or value is None:
+        return None
+    if isinstance(value, str) and value in FLOOR_MODES:
+        return value
+    raise ValueError(f"evidence_floor must be True, False or one of {FLOOR_MODES}; got {value!r}")
 
 
 def _floors_of(floors: dict, name: str) -> tuple[float, dict]:
@@ -400,14 +460,19 @@ class Detector:
         part.
     augment_rate : float, default=0.5
         Share of grounded fitting rows that get an edited twin.
-    evidence_floor : bool, default=True
+    evidence_floor : bool or {"binding", "fired"}, default=True
         Respect the evidence: an answer on which a claim-aligned contradiction
         check fires (``check.*`` features, see :mod:`evqual.features`) gets a
         risk of at least that check's precision for its task on the fitting
         and calibration data (the posterior mean under the prior
         :data:`FLOOR_PRIOR`), whatever the learned model says, where that
         precision is at least :data:`FLOOR_MIN_PRECISION` (see
-        :func:`evidence_floors`).  With ``compose="bounds"`` the floor acts
+        :func:`evidence_floors`).  ``True`` means ``"binding"``: the
+        precision is that of the rows the floor lifts (fired, with an
+        unfloored risk below the floor: out-of-fold sentence risks on the
+        fitting part, the model's on the validation part), so the risk stays
+        calibrated where the floor acts; ``"fired"`` takes every row the check
+        fired on (the estimate before binding floors).  With ``compose="bounds"`` the floor acts
         on the sentence the check fired on, with the check's precision on
         sentence labels (``evidence_floors(level="sentence")``), before the
         composition: the answer is at least its riskiest sentence, so a
@@ -471,7 +536,7 @@ class Detector:
     def __init__(self, method: str, *, calibration: str = "sigmoid", threshold_rule: str = "f1",
                  entity_backend: str = "regex", validation_size: float = 0.2, random_state: int = 42,
                  exclude_implicit_true: bool = False, augment: str | None = None, augment_rate: float = 0.5,
-                 evidence_floor: bool = True, compose: str = "bounds"):
+                 evidence_floor: bool | str = True, compose: str = "bounds"):
         self.method = method
         self.calibration = calibration
         self.threshold_rule = threshold_rule
@@ -506,6 +571,7 @@ class Detector:
             raise ValueError(f"augment must be None or one of {AUGMENT_VERSIONS}; got {augment!r}")
         if getattr(self, "compose", "none") not in COMPOSITIONS:
             raise ValueError(f"compose must be one of {COMPOSITIONS}; got {self.compose!r}")
+        _floor_mode(getattr(self, "evidence_floor", True))
 
     # ------------------------------------------------------------------ fitting
     def fit(self, examples, validation=None, *, validation_pool: str | None = None):
@@ -612,11 +678,24 @@ class Detector:
                 from sklearn.calibration import _SigmoidCalibration
 
                 self.sentence_calibrator_ = _SigmoidCalibration().fit(_logit(sraw), slabels)
-        if getattr(self, "evidence_floor", True) and self.spec.source == "evqual":
+        mode = _floor_mode(getattr(self, "evidence_floor", True))
+        if mode and self.spec.source == "evqual":
             # evqual's own methods only: the seeds' baselines are reproduced as their seeds describe them;
             # composed, a check floors the sentence it fired on (the answer is at least its riskiest sentence)
-            self.evidence_floor_ = evidence_floors(
-                train, val, level="sentence" if self.sentence_calibrator_ is not None else "answer")
+            level = "sentence" if self.sentence_calibrator_ is not None else "answer"
+            frames, risks = (train, val), None
+            if mode == "binding" and level == "sentence":
+                # the unfloored calibrated sentence risks: out-of-fold on the fitting part when the model
+                # keeps them, the fitted model's on the validation part
+                val_risks = self._calibrate_sentences(self.model_.sentence_proba(val))
+                oof = self.model_.__dict__.get("oof_sentence_risks_")
+                if oof is not None and len(oof) == len(train):
+                    risks = list(self._calibrate_sentences(oof)) + list(val_risks)
+                else:
+                    frames, risks = (val,), val_risks
+            elif mode == "binding":
+                frames, risks = (val,), raw  # the fitting part has no out-of-sample answer risks
+            self.evidence_floor_ = evidence_floors(*frames, level=level, risks=risks)
         if self.sentence_calibrator_ is not None:
             raw = compose_risks(raw, self.sentence_proba_frame(val))
         else:

@@ -228,6 +228,7 @@ def save_detector(detector, path, *, training_data: dict | None = None, metrics:
         "augment": getattr(detector, "augment", None),
         "augment_rate": getattr(detector, "augment_rate", 0.5),
         "evidence_floor": dict(getattr(detector, "evidence_floor_", {}) or {}),
+        "evidence_floor_mode": _floor_mode_of(detector),
         "compose": getattr(detector, "compose", "none"),
         "span_tagger": _span_meta(detector),
         "fallback": getattr(detector, "fallback_", None),
@@ -546,6 +547,9 @@ def read_meta(path) -> dict:
             raise _meta_error(meta_path, f"evidence_floor.{_oneline(key, 60)}",
                               "is not '<task>:<a response feature of the model>'")
         _check_unit(meta_path, f"evidence_floor.{key}", value)
+    if "evidence_floor_mode" in meta and meta["evidence_floor_mode"] not in ("binding", "fired", None):
+        raise _meta_error(meta_path, "evidence_floor_mode",
+                          f"must be 'binding', 'fired' or null; got {_oneline(repr(meta['evidence_floor_mode']), 60)}")
     for key in _VERSION_KEYS:  # recorded since reproducible builds; absent from older models
         if key in meta and not isinstance(meta[key], str):
             raise _meta_error(meta_path, key, f"must be a string; got {type(meta[key]).__name__}")
@@ -724,13 +728,18 @@ def _check_detector(det, meta: dict, model_path: Path) -> dict:
     if attrs["calibration"] == "sigmoid":
         sigmoid_params("calibrator_", calibrator)
     # the composition of answer and sentence risks
-    from ._detector import COMPOSITIONS
+    from ._detector import COMPOSITIONS, FLOOR_MODES
 
     compose = get("compose", "none")
     if compose not in COMPOSITIONS:
         raise fail("compose", f"must be one of {COMPOSITIONS}")
     if "compose" in meta and meta["compose"] != compose:
         raise fail("compose", "disagrees with meta.json field 'compose'")
+    floor = get("evidence_floor", True)
+    if not (isinstance(floor, bool) or isinstance(floor, str) and floor in FLOOR_MODES):
+        raise fail("evidence_floor", f"must be a bool or one of {FLOOR_MODES}")
+    if "evidence_floor_mode" in meta and meta["evidence_floor_mode"] != _floor_mode_of(det):
+        raise fail("evidence_floor", "disagrees with meta.json field 'evidence_floor_mode'")
     scal = get("sentence_calibrator_", None)
     if scal is not None:
         if type(scal).__name__ != "_SigmoidCalibration" or not type(scal).__module__.startswith("sklearn."):
@@ -901,10 +910,23 @@ def load_trusted(path, *, root: str, extra_types=(), sha256: str | None = None, 
     return load_audited(data, path, root=root_type, trusted=trusted, prepare=prepare)
 
 
+def _floor_mode_of(detector) -> str | None:
+    """How a detector estimated its evidence floors (``meta.json`` field ``evidence_floor_mode``): ``"binding"``,
+    ``"fired"``, or None when it has none."""
+    from ._detector import _floor_mode
+
+    if not getattr(detector, "evidence_floor_", None):
+        return None
+    try:
+        return _floor_mode(getattr(detector, "evidence_floor", True))
+    except ValueError:
+        return None
+
+
 # ---------------------------------------------------------------------------------------------- builds
 def fit_detector(examples, *, method: str = "evqual", calibration: str = "sigmoid", threshold_rule: str = "f1",
                  entity_backend: str = "regex", validation_split: str | None = "test", augment: str | None = None,
-                 evidence_floor: bool = True, compose: str = "bounds"):
+                 evidence_floor: bool | str = True, compose: str = "bounds"):
     """Fit a :class:`Detector` on all given examples, as ``evqual train`` does.
 
     The calibration and threshold part is 25% of the sources of the
@@ -1022,7 +1044,11 @@ def check_rebuild(model, data, *, workdir=None) -> dict:
     settings = dict(method=meta["method"], calibration=meta["calibration"], threshold_rule=meta["threshold_rule"],
                     entity_backend=meta["entity_backend"],
                     validation_split=meta["training_data"].get("validation_split", "test"),
-                    augment=meta.get("augment"), evidence_floor=bool(meta.get("evidence_floor")),
+                    augment=meta.get("augment"),
+                    # models from before binding floors record no mode: their floors were estimated over every
+                    # row a check fired on
+                    evidence_floor=(meta.get("evidence_floor_mode", "fired") or False)
+                    if meta.get("evidence_floor") else False,
                     compose=meta.get("compose", "none"))
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         folder = build_model(data, Path(tmp) / "model", **settings)
