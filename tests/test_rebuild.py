@@ -77,6 +77,18 @@ def test_saved_bytes_do_not_depend_on_the_process_or_thread_count(sample_model, 
     assert (tmp_path / "other" / "model.skops").read_bytes() == (sample_model / "model.skops").read_bytes()
 
 
+def test_a_rebuild_estimates_floors_the_way_the_model_did(sample_model):
+    # regression (issue 22, session 4): binding floors became the default; a model saved before them
+    # (no evidence_floor_mode) must be rebuilt with floors over every fired row, or its check fails
+    from evqual.models._io import _rebuild_settings
+
+    meta = read_meta(sample_model)
+    assert _rebuild_settings(meta)["evidence_floor"] == (meta["evidence_floor_mode"] or False)
+    old = {k: v for k, v in meta.items() if k != "evidence_floor_mode"}
+    assert _rebuild_settings(dict(old, evidence_floor={"*:check.unit.v1": 0.7}))["evidence_floor"] == "fired"
+    assert _rebuild_settings(dict(old, evidence_floor={}))["evidence_floor"] is False
+
+
 def test_check_rebuild_passes_on_the_same_data(sample_model):
     result = check_rebuild(sample_model, sample_path())
     assert result["ok"] and result["recorded"] and result["expected"] == result["rebuilt"]

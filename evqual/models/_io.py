@@ -1000,6 +1000,25 @@ def build_model(data, out, *, method: str = "evqual", calibration: str = "sigmoi
     return save_detector(det, out, training_data=info, metrics=metrics)
 
 
+def _rebuild_settings(meta: dict) -> dict:
+    """The :func:`build_model` settings a saved model's ``meta.json`` records.
+
+    >>> _rebuild_settings({"method": "evqual", "calibration": "sigmoid", "threshold_rule": "f1",
+    ...                    "entity_backend": "regex", "training_data": {},
+    ...                    "evidence_floor": {"*:check.unit.v1": 0.7}})["evidence_floor"]
+    'fired'
+    """
+    floors = meta.get("evidence_floor")
+    return dict(method=meta["method"], calibration=meta["calibration"], threshold_rule=meta["threshold_rule"],
+                entity_backend=meta["entity_backend"],
+                validation_split=meta["training_data"].get("validation_split", "test"),
+                augment=meta.get("augment"),
+                # a model from before binding floors records no mode: its floors were estimated over every
+                # row a check fired on
+                evidence_floor=(meta.get("evidence_floor_mode", "fired") or False) if floors else False,
+                compose=meta.get("compose", "none"))
+
+
 def check_rebuild(model, data, *, workdir=None) -> dict:
     """Rebuild a saved model from ``data`` and compare the prediction fingerprints.
 
@@ -1041,15 +1060,7 @@ def check_rebuild(model, data, *, workdir=None) -> dict:
         expected = meta["prediction_fingerprint"]["sha256"]
     else:
         expected = prediction_fingerprint(load_detector(model))["sha256"]
-    settings = dict(method=meta["method"], calibration=meta["calibration"], threshold_rule=meta["threshold_rule"],
-                    entity_backend=meta["entity_backend"],
-                    validation_split=meta["training_data"].get("validation_split", "test"),
-                    augment=meta.get("augment"),
-                    # models from before binding floors record no mode: their floors were estimated over every
-                    # row a check fired on
-                    evidence_floor=(meta.get("evidence_floor_mode", "fired") or False)
-                    if meta.get("evidence_floor") else False,
-                    compose=meta.get("compose", "none"))
+    settings = _rebuild_settings(meta)
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         folder = build_model(data, Path(tmp) / "model", **settings)
         rebuilt = read_meta(folder)
