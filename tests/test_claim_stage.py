@@ -262,8 +262,8 @@ def test_saved_detector_keeps_its_composition(detector, tmp_path):
 def test_saved_detector_records_how_its_floors_were_estimated(detector, tmp_path):
     save_detector(detector, tmp_path / "m")
     meta = json.loads((tmp_path / "m" / "meta.json").read_text())
-    assert meta["evidence_floor_mode"] == ("binding" if detector.evidence_floor_ else None)
-    for value, field in (("fired", "evidence_floor"), ("often", "evidence_floor_mode")):
+    assert meta["evidence_floor_mode"] == ("fired" if detector.evidence_floor_ else None)
+    for value, field in (("binding", "evidence_floor"), ("often", "evidence_floor_mode")):
         bad = tmp_path / f"bad-{value}"
         shutil.copytree(tmp_path / "m", bad)
         m = dict(meta, evidence_floor_mode=value)

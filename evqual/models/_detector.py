@@ -251,7 +251,7 @@ FLOOR_MODES = ("binding", "fired")
 def _floor_mode(value) -> str | None:
     """``"binding"``, ``"fired"`` or None (no floors) for a ``Detector.evidence_floor`` value."""
     if value is True:
-        return "binding"
+        return "fired"
     if value is False or value is None:
         return None
     if isinstance(value, str) and value in FLOOR_MODES:
@@ -467,12 +467,13 @@ class Detector:
         and calibration data (the posterior mean under the prior
         :data:`FLOOR_PRIOR`), whatever the learned model says, where that
         precision is at least :data:`FLOOR_MIN_PRECISION` (see
-        :func:`evidence_floors`).  ``True`` means ``"binding"``: the
-        precision is that of the rows the floor lifts (fired, with an
+        :func:`evidence_floors`).  ``True`` means ``"fired"``: every row
+        the check fired on.  ``"binding"`` takes the precision of the rows the floor lifts (fired, with an
         unfloored risk below the floor: out-of-fold sentence risks on the
         fitting part, the model's on the validation part), so the risk stays
-        calibrated where the floor acts; ``"fired"`` takes every row the check
-        fired on (the estimate before binding floors).  With ``compose="bounds"`` the floor acts
+        calibrated where the floor acts (better calibrated and slightly better on
+        RAGTruth ``cv5``, but worse on the hand-written development suite: not the
+        default; docs/RESULTS.md, issue 22 session 4).  With ``compose="bounds"`` the floor acts
         on the sentence the check fired on, with the check's precision on
         sentence labels (``evidence_floors(level="sentence")``), before the
         composition: the answer is at least its riskiest sentence, so a
