@@ -245,7 +245,7 @@ def training_split(frame, *, validation_pool: str | None = None, validation_size
 
 
 FLOOR_MODES = ("binding", "fired")
-"""Values of ``Detector(evidence_floor=...)`` besides ``True`` (``"binding"``) and ``False`` (no floors)."""
+"""Values of ``Detector(evidence_floor=...)`` besides ``True`` (``"fired"``) and ``False`` (no floors)."""
 
 
 def _floor_mode(value) -> str | None:

@@ -474,7 +474,7 @@ def read_meta(path) -> dict:
     >>> read_meta(default_model_path())["method"]
     'evqual'
     """
-    from ._detector import CALIBRATIONS, THRESHOLD_RULES
+    from ._detector import CALIBRATIONS, FLOOR_MODES, THRESHOLD_RULES
     from ._methods import METHODS, RESPONSE_VARIANTS, get_method
 
     folder = Path(path)
@@ -547,9 +547,9 @@ def read_meta(path) -> dict:
             raise _meta_error(meta_path, f"evidence_floor.{_oneline(key, 60)}",
                               "is not '<task>:<a response feature of the model>'")
         _check_unit(meta_path, f"evidence_floor.{key}", value)
-    if "evidence_floor_mode" in meta and meta["evidence_floor_mode"] not in ("binding", "fired", None):
-        raise _meta_error(meta_path, "evidence_floor_mode",
-                          f"must be 'binding', 'fired' or null; got {_oneline(repr(meta['evidence_floor_mode']), 60)}")
+    if "evidence_floor_mode" in meta and meta["evidence_floor_mode"] not in (*FLOOR_MODES, None):
+        raise _meta_error(meta_path, "evidence_floor_mode", f"must be one of {FLOOR_MODES} or null; "
+                                                            f"got {_oneline(repr(meta['evidence_floor_mode']), 60)}")
     for key in _VERSION_KEYS:  # recorded since reproducible builds; absent from older models
         if key in meta and not isinstance(meta[key], str):
             raise _meta_error(meta_path, key, f"must be a string; got {type(meta[key]).__name__}")
