@@ -195,3 +195,49 @@ def test_the_shipped_vocabulary_tokenizes_as_the_models_own_tokenizer(enc):
     ref.enable_truncation(256)
     texts = ["The bridge opened in 1932.", "Café naïve RÉSUMÉ, 東京!", "don't e-mail x@y.com 3.5%", "word " * 300]
     assert enc.tokenize(texts) == [e.ids for e in ref.encode_batch(texts)]
+
+
+# --- scripts/dense_alignment.py (issue 22: dense similarity measured as an aligner) -------------------------
+
+def _dense_script(*args, tmp_path):
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    return subprocess.run([sys.executable, str(root / "scripts" / "dense_alignment.py"), *map(str, args)],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+
+
+def test_dense_alignment_script_on_the_fixtures(tmp_path):
+    import json
+    from pathlib import Path
+
+    if not embeddings_available():
+        pytest.skip("needs the 'embeddings' extra")
+    fixtures = Path(__file__).resolve().parent / "fixtures"
+    out = tmp_path / "d.json"
+    proc = _dense_script("--pairs", fixtures / "contrastive_small.jsonl", "--data", fixtures / "ragtruth_small",
+                         "--json", out, tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(out.read_text())
+    suite = got["suites"]["contrastive_small.jsonl"]
+    assert suite["pairs"] > 0 and 0.0 <= suite["auroc_lowest_claim_cosine"] <= 1.0
+    assert 0.0 <= suite["alignment_agreement_faithful"] <= 1.0
+    rag = got["ragtruth"]
+    assert rag["answers"] >= 1 and rag["claims"] >= 1
+    assert rag["grouped_5fold_claim_model_auroc"] is None  # three sources: too few for five folds
+    # an absent RAGTruth folder skips that part
+    proc = _dense_script("--pairs", fixtures / "contrastive_small.jsonl", "--data", tmp_path / "absent",
+                         "--json", out, tmp_path=tmp_path)
+    assert proc.returncode == 0 and json.loads(out.read_text())["ragtruth"] is None
+
+
+def test_dense_alignment_script_bad_input_exits_2(tmp_path):
+    if not embeddings_available():
+        pytest.skip("needs the 'embeddings' extra")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"pair": "x"}\n')
+    proc = _dense_script("--pairs", bad, "--data", tmp_path / "absent", tmp_path=tmp_path)
+    assert proc.returncode == 2 and "bad.jsonl" in proc.stderr
+    proc = _dense_script("--stride", "0", tmp_path=tmp_path)
+    assert proc.returncode == 2 and "--stride" in proc.stderr
