@@ -270,6 +270,9 @@ class EvidenceEngine:
     ----------
     cache_size : int, default=256
         Contexts whose sentence index is kept (answers to one source share it).
+    max_chars : int or None, default=None
+        Total characters of the contexts kept, at most (``None``: no bound); a
+        context longer than this alone is indexed and not kept.
 
     Examples
     --------
@@ -279,20 +282,28 @@ class EvidenceEngine:
     [('value', 'conflict', 'every ten minutes', 'every 30 minutes')]
     """
 
-    def __init__(self, *, cache_size: int = 256):
+    def __init__(self, *, cache_size: int = 256, max_chars: int | None = None):
         self.cache_size = cache_size
+        self.max_chars = max_chars
         self._cache: OrderedDict = OrderedDict()
+        self._chars = 0
 
     def index(self, chunks, query: str = "") -> _Index:
+        """The sentence index of ``chunks`` (kept in the bounded cache)."""
         key = (tuple(chunks), query or "")
         idx = self._cache.get(key)
-        if idx is None:
-            idx = _Index(chunks, query)
-            self._cache[key] = idx
-            while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
-        else:
+        if idx is not None:
             self._cache.move_to_end(key)
+            return idx
+        idx = _Index(chunks, query)
+        size = sum(map(len, key[0])) + len(key[1])
+        if self.max_chars is not None and size > self.max_chars:
+            return idx
+        self._cache[key] = idx
+        self._chars += size
+        while len(self._cache) > self.cache_size or (self.max_chars is not None and self._chars > self.max_chars):
+            (old_chunks, old_query), _ = self._cache.popitem(last=False)
+            self._chars -= sum(map(len, old_chunks)) + len(old_query)
         return idx
 
     def read(self, output: str, chunks, query: str = "", claims=None) -> Reading:

@@ -11,7 +11,7 @@ families that can be switched on and off.
 """
 
 from ._analysis import Analysis, SentenceEvidence, analyze, analyze_many, claim_sentences
-from ._featurizer import EvidenceFeaturizer, InvalidParameterError, as_examples
+from ._featurizer import CONTEXT_CACHE_CHARS, CONTEXT_CACHE_SIZE, EvidenceFeaturizer, InvalidParameterError, as_examples
 from ._lexical import ECS_WEIGHTS
 from ._checks import CHECKS, split_claims
 from ._novelty import ANTONYMS, is_novel, query_stems
@@ -53,6 +53,8 @@ __all__ = [
     "TOKEN_FEATURE_NAMES",
     "TokenBlock",
     "Analysis",
+    "CONTEXT_CACHE_CHARS",
+    "CONTEXT_CACHE_SIZE",
     "ContextCache",
     "ContextIndex",
     "EvidenceFeaturizer",

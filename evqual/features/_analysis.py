@@ -263,12 +263,13 @@ def analyze(example, entities, cache: ContextCache | None = None, claims=None, e
 
 
 def analyze_many(examples, extractor=None, cache: ContextCache | None = None, progress=None,
-                 batch_size: int = 256, claim_splitter=None):
+                 batch_size: int = 256, claim_splitter=None, engine: EvidenceEngine | None = None):
     """Analyse examples in order; entities come from ``extractor`` and claim units from ``claim_splitter``
-    (``None``: the rules backend) batch by batch."""
+    (``None``: the rules backend) batch by batch.  ``cache`` and ``engine`` hold the context indexes
+    (fresh ones by default; pass long-lived ones to reuse them across calls)."""
     examples = list(examples)
     cache = cache if cache is not None else ContextCache()
-    engine = EvidenceEngine()
+    engine = engine if engine is not None else EvidenceEngine()
     out = []
     for b in range(0, len(examples), batch_size):
         batch = examples[b:b + batch_size]

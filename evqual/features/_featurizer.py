@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ..data import Example, LoadResult, make_example
 from ..data import response_label, sentence_targets
+from ..evidence import EvidenceEngine
 from ..text import ENTITY_BACKENDS, SpacyClaimSplitter, make_entity_extractor
 from ._analysis import analyze_many
 from ._registry import CONTENT_FAMILIES, META_NUMERIC, list_features, meta_feature_name
 from ._similarity import ContextCache
+
+CONTEXT_CACHE_SIZE = 32
+"""Contexts whose indexes a fitted featurizer keeps between calls (answers to one source share them)."""
+CONTEXT_CACHE_CHARS = 500_000
+"""Total characters of the contexts kept between calls, at most; a longer context is indexed and not kept."""
 
 __all__ = ["EvidenceFeaturizer", "as_examples", "InvalidParameterError"]
 
@@ -256,7 +264,28 @@ class EvidenceFeaturizer(TransformerMixin, BaseEstimator):
         needs_entities = "entity" in self.families_ or "chain" in self.families_
         extractor = make_entity_extractor(self.entity_backend_) if needs_entities else None
         splitter = SpacyClaimSplitter() if self.claim_backend_ == "spacy" and "check" in self.families_ else None
-        return examples, analyze_many(examples, extractor, ContextCache(), progress, claim_splitter=splitter)
+        lock, cache, engine = self._context_caches()
+        with lock:  # the caches are not safe for threads; analysing is CPU-bound Python, so little is lost
+            return examples, analyze_many(examples, extractor, cache, progress, claim_splitter=splitter,
+                                          engine=engine)
+
+    def _context_caches(self):
+        """The context indexes kept between calls: bounded (:data:`CONTEXT_CACHE_SIZE` contexts,
+        :data:`CONTEXT_CACHE_CHARS` characters), made on first use and never saved with a model."""
+        caches = self.__dict__.get("_contexts")
+        if caches is None:
+            caches = (threading.Lock(), ContextCache(CONTEXT_CACHE_SIZE, CONTEXT_CACHE_CHARS),
+                      EvidenceEngine(cache_size=CONTEXT_CACHE_SIZE, max_chars=CONTEXT_CACHE_CHARS))
+            self._contexts = caches
+        return caches
+
+    def __getstate__(self):
+        # what pickle and skops store: the fitted state, never the context caches
+        state = super().__getstate__()
+        if "_contexts" in state:
+            state = dict(state)
+            del state["_contexts"]
+        return state
 
     @property
     def claim_backend_(self) -> str:

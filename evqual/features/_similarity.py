@@ -601,11 +601,24 @@ class ContextCache:
 
     Responses to the same source share their context (six per source in
     RAGTruth), so indexing each context once saves most of the work.
+
+    Parameters
+    ----------
+    maxsize : int, default=64
+        Contexts kept, at most.
+    max_chars : int or None, default=None
+        Total characters of the contexts kept, at most (``None``: no bound);
+        a context longer than this alone is indexed and not kept.
     """
 
-    def __init__(self, maxsize: int = 64):
+    def __init__(self, maxsize: int = 64, max_chars: int | None = None):
         self.maxsize = maxsize
+        self.max_chars = max_chars
         self._items: OrderedDict = OrderedDict()
+        self._chars = 0
+
+    def __len__(self) -> int:
+        return len(self._items)
 
     def get(self, example) -> ContextIndex:
         key = (example.context, tuple((c.start, c.end) for c in example.chunks))
@@ -613,6 +626,16 @@ class ContextCache:
         if idx is not None:
             self._items.move_to_end(key)
             return idx
+        idx = ContextIndex(example.chunk_texts)
+        size = len(example.context)
+        if self.max_chars is not None and size > self.max_chars:
+            return idx
+        self._items[key] = idx
+        self._chars += size
+        while len(self._items) > self.maxsize or (self.max_chars is not None and self._chars > self.max_chars):
+            old, _ = self._items.popitem(last=False)
+            self._chars -= len(old[0])
+        return idx
         idx = ContextIndex(example.chunk_texts)
         self._items[key] = idx
         if len(self._items) > self.maxsize:

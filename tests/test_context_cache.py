@@ -1,0 +1,96 @@
+"""Context once (issue 23): a fitted featurizer keeps context indexes between calls, bounded, never saved,
+and what it keeps changes no feature."""
+
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sklearn.base import clone
+
+from evqual.data import load_sample, make_example
+from evqual.evidence import EvidenceEngine
+from evqual.features import CONTEXT_CACHE_CHARS, CONTEXT_CACHE_SIZE, ContextCache, EvidenceFeaturizer
+from evqual.models import Detector, save_detector
+
+SAMPLE = list(load_sample().examples)[:24]
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    return EvidenceFeaturizer().fit(SAMPLE)
+
+
+def _fresh(featurizer):
+    return clone(featurizer).fit(SAMPLE)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(order=st.permutations(range(len(SAMPLE))), cut=st.integers(1, len(SAMPLE)))
+def test_kept_contexts_change_no_feature(fitted, order, cut):
+    # the same answers in any order and any batches, through warm caches, give the features a fresh one does
+    want = _fresh(fitted).transform(SAMPLE)
+    shuffled = [SAMPLE[i] for i in order]
+    got = np.vstack([fitted.transform(shuffled[:cut]), fitted.transform(shuffled[cut:])]) \
+        if cut < len(SAMPLE) else fitted.transform(shuffled)
+    back = np.empty_like(got)
+    back[list(order)] = got
+    np.testing.assert_array_equal(back, want)
+
+
+def test_a_fitted_featurizer_keeps_contexts_between_calls(fitted):
+    fitted.transform(SAMPLE[:6])
+    _, cache, engine = fitted._context_caches()
+    kept = len(cache)
+    assert 0 < kept <= CONTEXT_CACHE_SIZE
+    fitted.transform(SAMPLE[:6])
+    assert len(cache) == kept  # the same contexts again: nothing new
+
+
+def test_the_context_cache_is_bounded_by_count_and_characters():
+    exs = [make_example(query="q", context=f"Passage {i}. " + "x" * 40, output="o") for i in range(5)]
+    cache = ContextCache(maxsize=3)
+    for ex in exs:
+        cache.get(ex)
+    assert len(cache) == 3
+    cache = ContextCache(maxsize=10, max_chars=120)
+    for ex in exs:
+        cache.get(ex)
+    assert len(cache) == 2 and cache._chars <= 120
+    big = make_example(query="q", context="y" * 500, output="o")
+    assert cache.get(big) is not None and len(cache) == 2  # indexed, not kept
+    assert cache.get(exs[-1]) is cache.get(exs[-1])  # a kept context is reused
+
+
+def test_the_engine_cache_is_bounded_by_count_and_characters():
+    eng = EvidenceEngine(cache_size=2)
+    for i in range(4):
+        eng.index([f"Passage {i} says little."])
+    assert len(eng._cache) == 2
+    eng = EvidenceEngine(cache_size=10, max_chars=50)
+    for i in range(4):
+        eng.index([f"Passage {i} says little."], "q")  # 24 characters each
+    assert len(eng._cache) == 2 and eng._chars <= 50
+    eng.index(["z" * 80])
+    assert len(eng._cache) == 2
+    assert eng.index(["Passage 3 says little."], "q") is eng.index(["Passage 3 says little."], "q")
+
+
+def test_the_caches_are_never_saved(fitted, tmp_path, evqual_sample_detector):
+    fitted.transform(SAMPLE[:3])
+    assert "_contexts" in fitted.__dict__
+    assert "_contexts" not in fitted.__getstate__()
+    copy = pickle.loads(pickle.dumps(fitted))  # a lock would not pickle
+    assert "_contexts" not in copy.__dict__
+    np.testing.assert_array_equal(copy.transform(SAMPLE[:3]), fitted.transform(SAMPLE[:3]))
+    assert "_contexts" not in clone(fitted).__dict__
+    # a detector that has scored saves and loads through the audit, and scores the same
+    det = evqual_sample_detector
+    before = det.predict_proba(SAMPLE[:4])
+    folder = save_detector(det, tmp_path / "m")
+    assert np.array_equal(Detector.load(folder).predict_proba(SAMPLE[:4]), before)
+
+
+def test_the_bounds_are_documented_constants():
+    assert CONTEXT_CACHE_SIZE >= 8 and CONTEXT_CACHE_CHARS >= 100_000
