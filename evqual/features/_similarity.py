@@ -636,8 +636,3 @@ class ContextCache:
             old, _ = self._items.popitem(last=False)
             self._chars -= len(old[0])
         return idx
-        idx = ContextIndex(example.chunk_texts)
-        self._items[key] = idx
-        if len(self._items) > self.maxsize:
-            self._items.popitem(last=False)
-        return idx
