@@ -139,7 +139,7 @@ def _add_model_options(parser, what: str = "model folder (default: models/defaul
     """--model and --model-sha256, shared by every command that loads a model."""
     parser.add_argument("--model", metavar="DIR", help=what)
     parser.add_argument("--model-sha256", type=_sha256_arg, metavar="HEX",
-                        help="refuse to load unless model.skops has this SHA-256 (checked before anything else "
+                        help="refuse to load unless the model file (model.evqpack) has this SHA-256 (checked before anything else "
                              "is read; default: $EVQUAL_MODEL_SHA256 when set)")
 
 
@@ -291,7 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
         "train", help="fit a method on all given data and save it with meta.json",
         description=("Fit a method on all given data, holding out a grouped validation part for calibration "
                      "and threshold (25% of the test split's sources when the data has one, else 20% of all "
-                     "sources), then save model.skops and a validated meta.json to --out."))
+                     "sources), then save model.evqpack and a validated meta.json to --out."))
     tr.add_argument("--data", metavar="DIR_OR_FILE", help="dataset (default: the embedded sample)")
     tr.add_argument("--method", default="evqual", help="method name (default evqual)")
     tr.add_argument("--out", required=True, metavar="DIR", help="model folder to write, e.g. models/evqual")

@@ -107,8 +107,26 @@ def _diff_fields(a, b, path="") -> list[str]:
     return [] if (type(a) is type(b) and a == b) else [path.lstrip(".") or "<value>"]
 
 
-def compare_files(a, b, *, show: int = 10) -> dict:
-    """Line-by-line comparison of two ``evqual score`` outputs: lines that differ and the fields in them."""
+def _drop(value, path: str):
+    """``value`` (decoded JSON) without the dotted field ``path`` (``model.sha256``), when it has it."""
+    head, _, rest = path.partition(".")
+    if not isinstance(value, dict) or head not in value:
+        return value
+    out = dict(value)
+    if rest:
+        out[head] = _drop(value[head], rest)
+    else:
+        del out[head]
+    return out
+
+
+def compare_files(a, b, *, show: int = 10, ignore=()) -> dict:
+    """Line-by-line comparison of two ``evqual score`` outputs: lines that differ and the fields in them.
+
+    ``ignore`` lists dotted fields left out of the comparison (``model.sha256``
+    when only the model file's bytes changed); every other field is compared
+    exactly.
+    """
     with open(a, encoding="utf-8") as fa, open(b, encoding="utf-8") as fb:
         la, lb = fa.read().splitlines(), fb.read().splitlines()
     differing, first = 0, []
@@ -117,17 +135,26 @@ def compare_files(a, b, *, show: int = 10) -> dict:
         y = lb[i] if i < len(lb) else None
         if x == y:
             continue
+        if ignore and x is not None and y is not None:
+            dx, dy = json.loads(x), json.loads(y)
+            for path in ignore:
+                dx, dy = _drop(dx, path), _drop(dy, path)
+            if not _diff_fields(dx, dy):
+                continue
         differing += 1
         if len(first) < show:
             if x is None or y is None:
                 fields = ["<missing line>"]
             else:
-                fields = _diff_fields(json.loads(x), json.loads(y))
+                dx, dy = json.loads(x), json.loads(y)
+                for path in ignore:
+                    dx, dy = _drop(dx, path), _drop(dy, path)
+                fields = _diff_fields(dx, dy)
             first.append({"line": i + 1, "fields": fields[:12]})
     return {"lines": [len(la), len(lb)], "differing": differing, "first": first}
 
 
-def compare(a, b, *, log=print) -> bool:
+def compare(a, b, *, log=print, ignore=()) -> bool:
     same = True
     names = sorted(p.name for p in Path(a).glob("*.jsonl") if not p.name.endswith(".input.jsonl"))
     if not names:
@@ -138,9 +165,10 @@ def compare(a, b, *, log=print) -> bool:
             log(f"{name}: missing in {b}")
             same = False
             continue
-        res = compare_files(Path(a) / name, other)
+        res = compare_files(Path(a) / name, other, ignore=ignore)
         if res["differing"] == 0 and res["lines"][0] == res["lines"][1]:
-            log(f"{name}: identical ({res['lines'][0]} lines)")
+            log(f"{name}: identical ({res['lines'][0]} lines)"
+                + (f", leaving out {', '.join(ignore)}" if ignore else ""))
             continue
         same = False
         log(f"{name}: {res['differing']} of {max(res['lines'])} lines differ")
@@ -166,6 +194,9 @@ def main(argv=None) -> int:
     c = sub.add_parser("compare", help="compare two dumps; exit 1 when they differ")
     c.add_argument("before")
     c.add_argument("after")
+    c.add_argument("--ignore", action="append", default=[], metavar="FIELD",
+                   help="a dotted field left out of the comparison, such as model.sha256 when only the model "
+                        "file's bytes changed (repeatable)")
     sub.add_parser("pin", help="rewrite tests/data/identical/expected.jsonl from input.jsonl")
     args = ap.parse_args(argv)
     try:
@@ -175,7 +206,7 @@ def main(argv=None) -> int:
             dump(args.data, args.out, jobs=args.jobs)
             return 0
         if args.command == "compare":
-            return 0 if compare(args.before, args.after) else 1
+            return 0 if compare(args.before, args.after, ignore=tuple(args.ignore)) else 1
         pin()
         return 0
     except (OSError, ValueError, RuntimeError) as exc:

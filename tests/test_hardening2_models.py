@@ -29,8 +29,8 @@ import numpy as np
 import pytest
 
 from evqual.data import load_sample
-from evqual.models import Detector, ModelLoadError, load_detector, save_detector
-from test_model_security import _read, _zip
+from evqual.models import Detector, ModelLoadError, load_detector
+from test_model_security import _read, _zip, save_detector  # skops files (these tests craft skops schemas)
 
 REPO = Path(__file__).resolve().parents[1]
 _IDS = iter(range(5_000_000, 10**9))

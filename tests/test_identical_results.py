@@ -69,6 +69,25 @@ def test_compare_names_the_fields_that_differ(tmp_path, capsys):
     assert "no dump there" in capsys.readouterr().err
 
 
+def test_compare_can_leave_out_a_named_field_and_only_that_one(tmp_path, capsys):
+    """A new model file changes model.sha256 in every line; --ignore model.sha256 compares everything else."""
+    mod = _script()
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    line = {"id": "x", "risk": 0.25, "model": {"sha256": "aa", "method": "evqual"}}
+    (a / "ragtruth.jsonl").write_text(json.dumps(line) + "\n")
+    (b / "ragtruth.jsonl").write_text(json.dumps(dict(line, model={"sha256": "bb", "method": "evqual"})) + "\n")
+    assert mod.main(["compare", str(a), str(b)]) == 1
+    assert "line 1: model.sha256" in capsys.readouterr().out
+    assert mod.main(["compare", str(a), str(b), "--ignore", "model.sha256"]) == 0
+    assert "leaving out model.sha256" in capsys.readouterr().out
+    (b / "ragtruth.jsonl").write_text(json.dumps(dict(line, risk=0.5, model={"sha256": "bb", "method": "evqual"}))
+                                      + "\n")
+    assert mod.main(["compare", str(a), str(b), "--ignore", "model.sha256"]) == 1
+    assert "line 1: risk" in capsys.readouterr().out
+
+
 def test_diff_fields_compares_exactly():
     diff = _script()._diff_fields
     assert diff({"a": [1, 2]}, {"a": [1, 2]}) == []

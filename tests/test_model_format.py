@@ -103,7 +103,7 @@ def tfidf(tmp_path_factory):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         det = Detector("tfidf-lr").fit(load_sample())
-    return det, save_detector(det, tmp_path_factory.mktemp("tfidf") / "model")
+    return det, save_detector(det, tmp_path_factory.mktemp("tfidf") / "model", model_format="skops")
 
 
 def _vocab(det):
@@ -120,10 +120,28 @@ def test_vocabulary_is_saved_as_two_arrays_and_loads_back_equal(tfidf):
     assert prediction_fingerprint(loaded) == read_meta(folder)["prediction_fingerprint"]
 
 
-def test_the_shipped_model_is_format_2_and_has_no_vocabulary_dict():
+def _packed_vectorizer_states(folder):
+    """The state of every CompactTfidfVectorizer of a packed model file."""
+    with zipfile.ZipFile(folder / "model.evqpack") as zf:
+        graph = json.loads(zf.read("graph.json"))
+    out, stack = [], [graph["root"]]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            obj = node.get("$object")
+            if isinstance(obj, list) and obj[0].endswith(".CompactTfidfVectorizer"):
+                out.append(obj[1])
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return out
+
+
+def test_the_shipped_model_is_format_3_packed_and_has_no_vocabulary_dict():
     folder = default_model_path()
-    assert read_meta(folder)["format"] == META_FORMAT == 2
-    states = _vectorizer_nodes(_read(folder)[0])
+    assert read_meta(folder)["format"] == META_FORMAT == 3
+    assert not (folder / "model.skops").exists()
+    states = _packed_vectorizer_states(folder)
     assert not any("vocabulary_" in s for s in states)
     assert any("vocabulary_utf8_" in s for s in states)  # the fitted one (an unfitted template has none)
 
@@ -145,7 +163,7 @@ def test_a_format_1_model_with_a_vocabulary_dict_still_loads(tfidf, tmp_path, mo
     """Files saved before format 2: the vocabulary as a dict, meta.json listing every featurizer feature."""
     det, _ = tfidf
     monkeypatch.setattr(CompactTfidfVectorizer, "__getstate__", TfidfVectorizer.__getstate__)
-    folder = save_detector(det, tmp_path / "old")
+    folder = save_detector(det, tmp_path / "old", model_format="skops")
     monkeypatch.undo()
     (state,) = _vectorizer_nodes(_read(folder)[0])
     assert state["vocabulary_"]["__loader__"] == "DictNode"
@@ -207,7 +225,7 @@ def _edit_meta(src, tmp_path, mutate):
     (lambda m: m.pop("uses_metadata"), "'uses_metadata' must be true or false"),
     (lambda m: m.update(uses_metadata="no"), "'uses_metadata' must be true or false"),
     (lambda m: m["response_features"].append(m["response_features"][0]), "'response_features' lists a feature twice"),
-    (lambda m: m.update(format=3), "format 3 is not supported"),
+    (lambda m: m.update(format=4), "format 4 is not supported"),
 ])
 def test_meta_json_features_are_validated(tfidf, tmp_path, mutate, match):
     folder = _edit_meta(tfidf[1], tmp_path, mutate)

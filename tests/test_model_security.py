@@ -37,10 +37,17 @@ from evqual.models import (
     ModelLoadError,
     load_detector,
     read_meta,
-    save_detector,
 )
+from evqual.models import save_detector as _save_detector
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def save_detector(detector, path, **kwargs):
+    """These tests craft skops files: every model here is saved as ``model.skops`` (format 2).
+
+    The packed format's own attacks are in ``test_model_packed.py``."""
+    return _save_detector(detector, path, model_format="skops", **kwargs)
 
 
 # ---------------------------------------------------------------------------------------------- helpers

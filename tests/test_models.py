@@ -27,6 +27,7 @@ from evqual.models import (
     Detector,
     ModelLoadError,
     get_method,
+    model_file,
     load_detector,
     read_meta,
     save_detector,
@@ -238,9 +239,9 @@ def _copy(folder, tmp_path):
 
 def test_tampered_model_is_refused(saved, tmp_path):
     dst = _copy(saved[1], tmp_path)
-    data = bytearray((dst / "model.skops").read_bytes())
+    data = bytearray(model_file(dst).read_bytes())
     data[len(data) // 2] ^= 0xFF
-    (dst / "model.skops").write_bytes(bytes(data))
+    model_file(dst).write_bytes(bytes(data))
     with pytest.raises(ModelLoadError, match="SHA-256"):
         load_detector(dst)
 

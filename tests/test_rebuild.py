@@ -36,7 +36,7 @@ def sample_model(tmp_path_factory):
 def test_shipped_model_records_versions_and_a_fingerprint_it_reproduces():
     """The fingerprint in models/default/meta.json is what the shipped file predicts with this code."""
     meta = read_meta(default_model_path())
-    for key in ("numpy_version", "scipy_version", "sklearn_version", "skops_version", "python_version"):
+    for key in ("numpy_version", "scipy_version", "sklearn_version", "python_version"):
         assert isinstance(meta.get(key), str) and meta[key], key
     fp = meta["prediction_fingerprint"]
     assert fp["rows"] == 72 and fp["data"] == "evqual.data.load_sample()"
@@ -60,13 +60,13 @@ def test_build_is_deterministic_bit_for_bit(sample_model, tmp_path):
     a, b = read_meta(sample_model), read_meta(again)
     assert a["prediction_fingerprint"] == b["prediction_fingerprint"]
     assert a["threshold"] == b["threshold"] and a["model_sha256"] == b["model_sha256"]
-    assert (sample_model / "model.skops").read_bytes() == (again / "model.skops").read_bytes()
+    assert (sample_model / "model.evqpack").read_bytes() == (again / "model.evqpack").read_bytes()
     assert a["span_tagger"] is not None
 
 
 @pytest.mark.slow  # a model build of about 30 s
 def test_saved_bytes_do_not_depend_on_the_process_or_thread_count(sample_model, tmp_path):
-    """Another process with one OpenMP thread writes the same model.skops bytes (no thread count, no id())."""
+    """Another process with one OpenMP thread writes the same model file bytes (no thread count, no id())."""
     import os
 
     code = ("import sys, warnings; warnings.simplefilter('ignore')\n"
@@ -74,7 +74,7 @@ def test_saved_bytes_do_not_depend_on_the_process_or_thread_count(sample_model, 
             "build_model(sample_path(), sys.argv[1])\n")
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONHASHSEED="123")
     subprocess.run([sys.executable, "-c", code, str(tmp_path / "other")], check=True, timeout=600, env=env)
-    assert (tmp_path / "other" / "model.skops").read_bytes() == (sample_model / "model.skops").read_bytes()
+    assert (tmp_path / "other" / "model.evqpack").read_bytes() == (sample_model / "model.evqpack").read_bytes()
 
 
 def test_a_rebuild_estimates_floors_the_way_the_model_did(sample_model):

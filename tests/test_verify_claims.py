@@ -157,7 +157,7 @@ def test_claim_model_meta_is_validated(sample_model, tmp_path):
 def test_a_detector_file_is_not_a_claim_model(sample_model, tmp_path):
     """Another trusted evqual object under a claim model's name: refused by the root-type audit."""
     folder = save_claim_model(sample_model[0], tmp_path / "claims")
-    shutil.copy(default_model_path() / "model.skops", folder / "model.skops")
+    shutil.copy(default_model_path() / "model.evqpack", folder / "model.skops")  # content decides the format
     import hashlib
 
     meta = json.loads((folder / "meta.json").read_text())

@@ -1,6 +1,6 @@
 """The one audit every model file evqual reads passes, before and after anything is built.
 
-Every model file (the detector's ``model.skops``, the verification stage's
+Every model file (the detector's ``model.evqpack`` or ``model.skops``, the verification stage's
 claim model, and any model evqual adds later) is read through
 :func:`load_audited`, which runs, in this order:
 
@@ -57,6 +57,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ._packed import is_packed, load_packed
+
 __all__ = ["ModelLoadError", "TRUSTED_TYPES", "load_audited", "audit_objects", "read_regular", "read_model_file", "read_json_file", "read_model_meta", "templates_for",
            "MAX_MODEL_BYTES", "MAX_META_BYTES", "MAX_UNCOMPRESSED_BYTES", "MAX_SCHEMA_BYTES", "MAX_SCHEMA_NODES",
            "MAX_SCHEMA_DEPTH", "MAX_TREE_DEPTH", "MAX_ZIP_MEMBERS"]
@@ -73,7 +75,7 @@ def _oneline(text, limit: int = 300) -> str:
 
 
 MAX_MODEL_BYTES = 256 * 2**20
-"""Largest ``model.skops`` read (bytes; the shipped model is 2.8 MB)."""
+"""Largest model file read (bytes; the shipped ``model.evqpack`` is 1.7 MB)."""
 MAX_UNCOMPRESSED_BYTES = 512 * 2**20
 """Largest total uncompressed size of the zip's members (the shipped model's is 49 MB)."""
 MAX_ZIP_MEMBERS = 100_000
@@ -271,11 +273,14 @@ def _open_zip(data: bytes, model_path: Path) -> zipfile.ZipFile:
         if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED) or info.flag_bits & 0x1:
             raise ModelLoadError(f"{model_path}: zip member {_oneline(info.filename, 80)!r} is encrypted or "
                                  f"uses an unsupported compression")
-        if info.filename != "schema.json" and not info.filename.endswith(".npy"):
+    packed = is_packed(names)
+    for info in infos:
+        if not packed and info.filename != "schema.json" and not info.filename.endswith(".npy"):
             raise ModelLoadError(f"{model_path}: unexpected zip member {_oneline(info.filename, 80)!r}")
-    if "schema.json" not in names:
-        raise ModelLoadError(f"{model_path}: schema.json is missing (not a skops file)")
-    if zf.getinfo("schema.json").file_size > MAX_SCHEMA_BYTES:
+    if not packed and "schema.json" not in names:
+        raise ModelLoadError(f"{model_path}: schema.json is missing (neither a skops file nor an evqual packed "
+                             f"file)")
+    if not packed and zf.getinfo("schema.json").file_size > MAX_SCHEMA_BYTES:
         raise ModelLoadError(f"{model_path}: schema.json is larger than {MAX_SCHEMA_BYTES} bytes; refusing to load")
     for info in infos:
         problem = _inflates_as_declared(data, info)
@@ -1081,6 +1086,24 @@ def templates_for(model, fresh) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------- loading
+def _construct(zf: zipfile.ZipFile, data: bytes, model_path: Path, root, trusted):
+    """Steps 3 and 4: the schema audit and skops for a skops file; :func:`load_packed` (which checks as it
+    builds) for an evqual packed file."""
+    try:
+        if is_packed(zf.namelist()):
+            return load_packed(zf, model_path, trusted=trusted, root=root, max_graph_bytes=MAX_SCHEMA_BYTES,
+                               max_nodes=MAX_SCHEMA_NODES, max_depth=MAX_SCHEMA_DEPTH)
+        import skops.io as sio
+
+        found = _audit_schema(zf, model_path, root, trusted)
+        return sio.load(io.BytesIO(data), trusted=sorted(found))
+    except (ModelLoadError, MemoryError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - anything skops or a constructor raises on a malformed file
+        raise ModelLoadError(f"{model_path}: cannot be loaded ({type(exc).__name__}: {_oneline(exc)}); "
+                             f"refusing to load") from None
+
+
 def load_audited(data: bytes, model_path, *, root=None, trusted=None, prepare=None):
     """Audit the zip and its schema, construct with skops trusting exactly the types found, audit the objects.
 
@@ -1103,22 +1126,13 @@ def load_audited(data: bytes, model_path, *, root=None, trusted=None, prepare=No
     ------
     ModelLoadError
     """
-    import skops.io as sio
-
     model_path = Path(model_path)
     try:
         zf = _open_zip(data, model_path)
         try:
-            found = _audit_schema(zf, model_path, root or _ROOT_TYPE, trusted or TRUSTED_TYPES)
+            obj = _construct(zf, data, model_path, root or _ROOT_TYPE, trusted or TRUSTED_TYPES)
         finally:
             zf.close()
-        try:
-            obj = sio.load(io.BytesIO(data), trusted=sorted(found))
-        except MemoryError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - anything skops or a constructor raises on a malformed file
-            raise ModelLoadError(f"{model_path}: cannot be loaded ({type(exc).__name__}: {_oneline(exc)}); "
-                                 f"refusing to load") from None
         try:
             templates = prepare(obj) if prepare is not None else None
             audit_objects(obj, model_path, templates=templates)

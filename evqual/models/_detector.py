@@ -931,7 +931,7 @@ class Detector:
     def load(cls, path=None, *, sha256: str | None = None) -> "Detector":
         """Load a saved detector (default: the shipped ``models/default``); see :func:`evqual.models.load_detector`.
 
-        ``sha256`` pins the SHA-256 of ``model.skops`` (checked before
+        ``sha256`` pins the SHA-256 of the model file (checked before
         anything else is read); without it, ``$EVQUAL_MODEL_SHA256`` when set.
         """
         from ._io import default_model_path, load_detector

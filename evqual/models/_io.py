@@ -1,12 +1,16 @@
-"""Saving and loading detectors: ``model.skops`` plus a validated ``meta.json``.
+"""Saving and loading detectors: a model file plus a validated ``meta.json``.
 
 Trust model
 -----------
-A model folder holds ``model.skops`` (the fitted :class:`Detector`, a zip
-written with `skops.io <https://skops.readthedocs.io>`_) and ``meta.json``.
+A model folder holds ``meta.json`` and the fitted :class:`Detector` in one
+model file: ``model.evqpack`` (evqual's packed format,
+:mod:`evqual.models._packed`: one JSON object graph and one array blob in a
+zip; ``meta.json`` format 3, what :func:`save_detector` writes by default) or
+``model.skops`` (a zip written with `skops.io <https://skops.readthedocs.io>`_;
+formats 1 and 2, and ``save_detector(..., model_format="skops")``).
 A model folder must never run code.  Loading (:func:`load_detector`)
 
-1. reads ``model.skops`` once into memory (at most :data:`MAX_MODEL_BYTES`)
+1. reads the model file once into memory (at most :data:`MAX_MODEL_BYTES`)
    and, when the caller pins a SHA-256 (``sha256=``, ``--model-sha256`` or
    ``$EVQUAL_MODEL_SHA256``), compares it *before anything else is read*;
 2. validates ``meta.json`` (size, required keys and types, thresholds finite and
@@ -18,8 +22,12 @@ A model folder must never run code.  Loading (:func:`load_detector`)
    hash catches a corrupted or accidentally replaced file; it is no defence
    against someone who can write the folder, since they rewrite ``meta.json``
    too.  Pinning is;
-3. checks the zip without constructing anything: member count and total
-   uncompressed size (a zip bomb), ``schema.json``, the skops protocol, then
+3. checks the zip: member count and total uncompressed size (a zip bomb), every
+   member inflated with a hard limit.  A packed file is then built by
+   :func:`evqual.models._packed.load_packed`, which checks as it builds: the
+   same allow-list (below), bounded size, depth and node count, no cycles,
+   allowed dtypes only (never an object dtype), every array inside the blob.
+   A skops file's ``schema.json`` and protocol are checked first, then
    walks every node of ``schema.json`` iteratively (depth at most
    :data:`MAX_SCHEMA_DEPTH`, no cycles) and requires each node's
    ``(module.class, loader)`` pair to be in the exact allow-list
@@ -83,26 +91,59 @@ from ._audit import (  # noqa: F401 - MAX_* and TRUSTED_TYPES are part of this m
     read_model_file,
     templates_for,
 )
+from ._packed import dumps_packed
 
 __all__ = ["save_detector", "load_detector", "read_meta", "ModelLoadError", "META_FORMAT", "READ_FORMATS",
+           "MODEL_FORMATS", "PACKED_MODEL_FILE", "model_file", "model_file_name",
            "model_features", "TRUSTED_TYPES", "dump_trusted", "load_trusted",
            "default_model_path", "prediction_fingerprint", "build_model", "check_rebuild", "MODEL_SHA256_ENV",
            "fit_detector", "training_data_info"]
 
-META_FORMAT = 2
-"""The ``meta.json`` format :func:`save_detector` writes.
+META_FORMAT = 3
+"""The ``meta.json`` format :func:`save_detector` writes (with the default ``model_format="packed"``).
 
-Format 2 lists in ``response_features`` and ``sentence_features`` only the
+Format 3 is format 2 with the detector in ``model.evqpack`` (evqual's packed
+format) instead of ``model.skops``; ``model_format="skops"`` still writes
+format 2.  Format 2 lists in ``response_features`` and ``sentence_features`` only the
 features the model uses (a content-only model lists no ``meta.*`` feature) and
 saves a TF-IDF vocabulary as two flat arrays; format 1 listed every feature of
-the featurizers.  Both are read (:data:`READ_FORMATS`).
+the featurizers.  All are read (:data:`READ_FORMATS`).
 """
-READ_FORMATS = (1, 2)
+READ_FORMATS = (1, 2, 3)
 """The ``meta.json`` formats :func:`load_detector` reads."""
 MODEL_FILE = "model.skops"
+"""The model file of a format 1 or 2 folder (skops)."""
+PACKED_MODEL_FILE = "model.evqpack"
+"""The model file of a format 3 folder (evqual's packed format)."""
+MODEL_FORMATS = ("packed", "skops")
 META_FILE = "meta.json"
 MODEL_SHA256_ENV = "EVQUAL_MODEL_SHA256"
-"""Environment variable pinning the SHA-256 of ``model.skops`` when no ``sha256`` is passed."""
+"""Environment variable pinning the SHA-256 of the model file when no ``sha256`` is passed."""
+
+
+def model_file_name(meta_format: int) -> str:
+    """The model file a folder with ``meta.json`` format ``meta_format`` holds.
+
+    >>> model_file_name(3), model_file_name(2)
+    ('model.evqpack', 'model.skops')
+    """
+    return PACKED_MODEL_FILE if meta_format >= 3 else MODEL_FILE
+
+
+def model_file(path) -> Path:
+    """The model file of the folder ``path``: ``model.evqpack`` when it exists, else ``model.skops``.
+
+    :func:`load_detector` checks it against ``meta.json``'s format.
+
+    >>> from evqual.models import default_model_path, model_file
+    >>> model_file(default_model_path()).name
+    'model.evqpack'
+    """
+    folder = Path(path)
+    packed = folder / PACKED_MODEL_FILE
+    if os.path.lexists(packed) or not os.path.lexists(folder / MODEL_FILE):
+        return packed
+    return folder / MODEL_FILE
 
 _SHA256 = re.compile(r"[0-9a-fA-F]{64}")
 ENTITY_BACKENDS = ("regex", "spacy")
@@ -149,12 +190,13 @@ def _version_tuple(v: str):
 
 
 # ---------------------------------------------------------------------------------------------- saving
-def save_detector(detector, path, *, training_data: dict | None = None, metrics: dict | None = None) -> Path:
+def save_detector(detector, path, *, training_data: dict | None = None, metrics: dict | None = None,
+                  model_format: str = "packed") -> Path:
     """Save a fitted :class:`Detector` to the folder ``path`` (created if needed).
 
-    The zip is written deterministically (fixed timestamps, members and
-    object ids numbered in order), so saving the same detector twice gives
-    the same ``model.skops`` bytes.  ``meta.json`` records the evqual, Python,
+    The model file is written deterministically (fixed timestamps, members
+    and object ids numbered in order), so saving the same detector twice gives
+    the same bytes.  ``meta.json`` records the evqual, Python,
     numpy, scipy, scikit-learn and skops versions and the
     :func:`prediction_fingerprint` of the detector.
 
@@ -168,6 +210,12 @@ def save_detector(detector, path, *, training_data: dict | None = None, metrics:
         "rows_by_split"}``).
     metrics : dict, optional
         Evaluation metrics to record beside the model.
+    model_format : {"packed", "skops"}, default="packed"
+        ``"packed"`` writes ``model.evqpack`` (evqual's packed format, loaded in
+        a fraction of the time, without importing skops) and ``meta.json``
+        format 3; ``"skops"`` writes ``model.skops`` and format 2, readable by
+        older evqual versions.  The other format's file, if the folder holds
+        one, is removed.
 
     Returns
     -------
@@ -181,37 +229,46 @@ def save_detector(detector, path, *, training_data: dict | None = None, metrics:
     >>> from evqual.models import Detector, read_meta, save_detector
     >>> folder = save_detector(Detector("nli-proxy").fit(load_sample()), tempfile.mkdtemp())
     >>> sorted(p.name for p in folder.iterdir())
-    ['meta.json', 'model.skops']
+    ['meta.json', 'model.evqpack']
     >>> len(read_meta(folder)["prediction_fingerprint"]["sha256"])
     64
     """
     import scipy
-    import skops
-    import skops.io as sio
     import sklearn
 
+    if model_format not in MODEL_FORMATS:
+        raise ValueError(f"model_format must be one of {MODEL_FORMATS}; got {model_format!r}")
     if not hasattr(detector, "builder_"):
         raise ValueError("only a Detector fitted with .fit(examples) can be saved (it needs its featurizers)")
     if not isinstance(detector.method, str):
         raise ValueError(f"only a Detector of a named method can be saved; got method={detector.method!r}")
     folder = Path(path)
     folder.mkdir(parents=True, exist_ok=True)
-    model_path = folder / MODEL_FILE
+    meta_format = META_FORMAT if model_format == "packed" else 2
+    model_path = folder / model_file_name(meta_format)
     fingerprint = prediction_fingerprint(detector)
     with _without_run_state(detector):
-        data = _canonical_zip(sio.dumps(detector, compression=zipfile.ZIP_DEFLATED, compresslevel=9))
-    tmp = model_path.with_name(MODEL_FILE + ".tmp")
+        if model_format == "packed":
+            data = dumps_packed(detector)
+        else:
+            import skops.io as sio
+
+            data = _canonical_zip(sio.dumps(detector, compression=zipfile.ZIP_DEFLATED, compresslevel=9))
+    tmp = model_path.with_name(model_path.name + ".tmp")
     tmp.write_bytes(data)
     os.replace(tmp, model_path)
+    other = folder / model_file_name(2 if meta_format >= 3 else 3)
+    if other.is_file():
+        other.unlink()
     builder = detector.builder_
     meta = {
-        "format": META_FORMAT,
+        "format": meta_format,
         "evqual_version": __version__,
         "sklearn_version": sklearn.__version__,
         "python_version": platform.python_version(),
         "numpy_version": np.__version__,
         "scipy_version": scipy.__version__,
-        "skops_version": skops.__version__,
+        **({"skops_version": _skops_version()} if model_format == "skops" else {}),
         "method": detector.method,
         "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "model_sha256": hashlib.sha256(data).hexdigest(),
@@ -238,6 +295,12 @@ def save_detector(detector, path, *, training_data: dict | None = None, metrics:
     }
     (folder / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=False) + "\n", encoding="utf-8")
     return folder
+
+
+def _skops_version() -> str:
+    import skops
+
+    return skops.__version__
 
 
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
@@ -796,7 +859,8 @@ def load_detector(path, *, sha256: str | None = None):
     path : str or Path
         The model folder.
     sha256 : str, optional
-        The expected SHA-256 of ``model.skops`` (64 hexadecimal characters),
+        The expected SHA-256 of the model file (``model.evqpack``, or
+        ``model.skops`` in an older folder; 64 hexadecimal characters),
         compared before anything else is read.  Default: the value of
         ``$EVQUAL_MODEL_SHA256`` when it is set, else no pin.
 
@@ -820,18 +884,18 @@ def load_detector(path, *, sha256: str | None = None):
     >>> folder = save_detector(Detector("nli-proxy").fit(load_sample()), tempfile.mkdtemp())
     >>> load_detector(folder).method
     'nli-proxy'
-    >>> pin = hashlib.sha256((folder / "model.skops").read_bytes()).hexdigest()
+    >>> pin = hashlib.sha256((folder / "model.evqpack").read_bytes()).hexdigest()
     >>> load_detector(folder, sha256=pin).threshold_ == load_detector(folder).threshold_
     True
     >>> load_detector(folder, sha256="0" * 64)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    evqual.models._audit.ModelLoadError: .../model.skops: SHA-256 ... does not match the expected 000...
+    evqual.models._audit.ModelLoadError: .../model.evqpack: SHA-256 ... does not match the expected 000...
     """
     import sklearn
 
     folder = Path(path)
-    model_path = folder / MODEL_FILE
+    model_path = model_file(folder)
     meta_path = folder / META_FILE
     expected, source = _expected_sha256(sha256)
     data = None
@@ -844,6 +908,9 @@ def load_detector(path, *, sha256: str | None = None):
             raise ModelLoadError(f"{model_path}: SHA-256 {digest} does not match the expected {expected} "
                                  f"(from {source}); refusing to load")
     meta = read_meta(folder)
+    if model_path.name != model_file_name(meta["format"]):
+        raise ModelLoadError(f"{model_path}: {meta_path} has format {meta['format']}, whose model file is "
+                             f"{model_file_name(meta['format'])}; refusing to load")
     if data is None:
         data = _read_model_bytes(model_path)
     digest = hashlib.sha256(data).hexdigest()

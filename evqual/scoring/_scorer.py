@@ -203,7 +203,7 @@ class Scorer:
     def load(cls, path=None, *, sha256: str | None = None, policy=None, verifier=None) -> "Scorer":
         """A scorer over a saved detector (default: the shipped ``models/default``).
 
-        ``sha256`` pins the SHA-256 of ``model.skops`` (checked before anything
+        ``sha256`` pins the SHA-256 of the model file (checked before anything
         else is read; without it, ``$EVQUAL_MODEL_SHA256`` when set); see
         :func:`evqual.models.load_detector`.
         """
