@@ -94,3 +94,17 @@ def test_the_caches_are_never_saved(fitted, tmp_path, evqual_sample_detector):
 
 def test_the_bounds_are_documented_constants():
     assert CONTEXT_CACHE_SIZE >= 8 and CONTEXT_CACHE_CHARS >= 100_000
+
+
+@pytest.mark.parametrize("level", ["response", "sentence"])
+def test_transform_in_chunks_gives_the_matrix_of_one_piece(monkeypatch, level):
+    """transform analyses TRANSFORM_CHUNK examples at a time (bounded memory); rows never depend on the chunk."""
+    import evqual.features._featurizer as featurizer_module
+
+    examples = load_sample().examples[:40]
+    whole = EvidenceFeaturizer(level=level).fit(examples).transform(examples)
+    assert featurizer_module.TRANSFORM_CHUNK >= 40  # the reference is one piece
+    for chunk in (1, 7, 39):
+        monkeypatch.setattr(featurizer_module, "TRANSFORM_CHUNK", chunk)
+        got = EvidenceFeaturizer(level=level).fit(examples).transform(examples)
+        assert got.shape == whole.shape and np.array_equal(got, whole, equal_nan=True)

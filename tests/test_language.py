@@ -89,3 +89,64 @@ def test_never_raises_and_is_deterministic(text):
 
 def test_non_string_input_is_converted():
     assert language_warning(12345) is None
+
+
+# ---------------------------------------------------------------------------------------------- speed without change
+def _reference_signal(text: str) -> dict:
+    """language_signal as first written (a findall per count, every language's set per word): the specification
+    the faster version must equal exactly."""
+    import re
+
+    from evqual.text import FUNCTION_WORDS
+    from evqual.text._language import _DIACRITIC, _ENGLISH, _LATIN, _LETTER, _SCRIPTS, _WORD
+
+    letters = len(_LETTER.findall(text))
+    latin = len(_LATIN.findall(text))
+    scripts = {}
+    if letters - latin:
+        for name, pat in _SCRIPTS.items():
+            n = len(pat.findall(text))
+            if n:
+                scripts[name] = n
+    words = [w for w in _WORD.findall(text.lower()) if _LATIN.match(w)]
+    n = len(words)
+    english = sum(1 for w in words if w in _ENGLISH)
+    best, best_hits = None, 0
+    if n:
+        counts = {lang: 0 for lang in FUNCTION_WORDS}
+        for w in words:
+            for lang, vocab in FUNCTION_WORDS.items():
+                if w in vocab:
+                    counts[lang] += 1
+        best = max(counts, key=lambda k: (counts[k], -list(FUNCTION_WORDS).index(k)))
+        best_hits = counts[best]
+    assert re  # the module's own patterns are used, so only the counting differs
+    return {"letters": letters, "non_latin_share": (letters - latin) / letters if letters else 0.0,
+            "diacritic_share": len(_DIACRITIC.findall(text)) / letters if letters else 0.0,
+            "words": n, "english_share": english / n if n else 0.0,
+            "other_language": best if best_hits else None, "other_hits": best_hits,
+            "other_share": best_hits / n if n else 0.0, "scripts": scripts}
+
+
+_WORDY = st.lists(st.sampled_from(["le", "la", "der", "und", "the", "of", "é", "Ǆ", "½", "²", "x_y", "3.5", "ß", "×",
+                                   "Музей", "東京", " ", ".", "\n", "está", "och", "ve"]), max_size=40).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.one_of(st.text(max_size=300), _WORDY))
+def test_language_signal_equals_its_reference_on_any_text(text):
+    assert language_signal(text) == _reference_signal(text)
+
+
+def test_a_context_warning_is_computed_once_per_context_and_not_shared_by_reference():
+    from evqual.data import make_example
+    from evqual.scoring._scorer import _context_language_warning, _warnings
+
+    context = "El museo fue fundado en 1793 y está situado en el centro de la ciudad de París, junto al río. " * 3
+    ex = make_example(query="q", context=context, output="OK.")
+    _context_language_warning.cache_clear()
+    first, second = _warnings(ex), _warnings(ex)
+    assert first == second and first[0]["details"]["field"] == "context" and first[0]["code"] == "W001"
+    assert _context_language_warning.cache_info().hits == 1
+    first[0]["details"]["field"] = "changed"
+    assert _warnings(ex)[0]["details"]["field"] == "context"

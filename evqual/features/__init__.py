@@ -11,7 +11,8 @@ families that can be switched on and off.
 """
 
 from ._analysis import Analysis, SentenceEvidence, analyze, analyze_many, claim_sentences
-from ._featurizer import CONTEXT_CACHE_CHARS, CONTEXT_CACHE_SIZE, EvidenceFeaturizer, InvalidParameterError, as_examples
+from ._featurizer import (CONTEXT_CACHE_CHARS, CONTEXT_CACHE_SIZE, TRANSFORM_CHUNK, EvidenceFeaturizer,
+                          InvalidParameterError, as_examples)
 from ._lexical import ECS_WEIGHTS
 from ._checks import CHECKS, split_claims
 from ._novelty import ANTONYMS, is_novel, query_stems
@@ -55,6 +56,7 @@ __all__ = [
     "Analysis",
     "CONTEXT_CACHE_CHARS",
     "CONTEXT_CACHE_SIZE",
+    "TRANSFORM_CHUNK",
     "ContextCache",
     "ContextIndex",
     "EvidenceFeaturizer",

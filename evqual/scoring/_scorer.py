@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import functools
 import json
 
 import numpy as np
@@ -419,6 +420,13 @@ def _gold(ex):
 _LANGUAGE_SAMPLE = 2_000
 
 
+@functools.lru_cache(maxsize=64)
+def _context_language_warning(sample: str):
+    """:func:`language_warning` of a context's first characters, kept for the next answers to that context
+    (answers often share one; the function is pure, and callers copy the dict before changing it)."""
+    return language_warning(sample)
+
+
 def _warnings(ex) -> list:
     """Conditions that make the score of ``ex`` less reliable.
 
@@ -430,7 +438,7 @@ def _warnings(ex) -> list:
     """
     out = []
     for name, text in (("output", ex.output), ("context", ex.context[:_LANGUAGE_SAMPLE])):
-        w = language_warning(text)
+        w = language_warning(text) if name == "output" else _context_language_warning(text)
         if w is not None:
             w = dict(w)
             w["details"] = {**w.get("details", {}), "field": name}

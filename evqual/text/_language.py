@@ -97,6 +97,16 @@ _WORD = re.compile(r"[^\W\d_]+")
 _LETTER = re.compile(r"[^\W\d_]")
 _LATIN = re.compile(r"[A-Za-z\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u024F\u1E00-\u1EFF]")
 _DIACRITIC = re.compile(r"[\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u024F\u1E00-\u1EFF]")
+# the exact complements of the three classes above: a count is the length of what removing the rest leaves
+# (one string built, instead of a list of one-character matches)
+_NOT_LETTER = re.compile(r"[\W\d_]+")
+_NOT_LATIN = re.compile(r"[^A-Za-z\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u024F\u1E00-\u1EFF]+")
+_NOT_DIACRITIC = re.compile(r"[^\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u024F\u1E00-\u1EFF]+")
+_LANGUAGES_OF: dict[str, tuple] = {}
+for _lang, _vocab in FUNCTION_WORDS.items():
+    for _w in _vocab:
+        _LANGUAGES_OF[_w] = _LANGUAGES_OF.get(_w, ()) + (_lang,)
+del _lang, _vocab, _w
 _SCRIPTS = {
     "Cyrillic": re.compile(r"[\u0400-\u052F]"),
     "Greek": re.compile(r"[\u0370-\u03FF\u1F00-\u1FFF]"),
@@ -132,8 +142,8 @@ def language_signal(text: str) -> dict:
     ('fr', 0.33, 0.0)
     """
     text = text if isinstance(text, str) else str(text)
-    letters = _count(_LETTER, text)
-    latin = _count(_LATIN, text)
+    letters = len(_NOT_LETTER.sub("", text))
+    latin = len(_NOT_LATIN.sub("", text))
     non_latin = letters - latin
     scripts = {}
     if non_latin:
@@ -148,13 +158,12 @@ def language_signal(text: str) -> dict:
     if n:
         counts = {lang: 0 for lang in FUNCTION_WORDS}
         for w in words:
-            for lang, vocab in FUNCTION_WORDS.items():
-                if w in vocab:
-                    counts[lang] += 1
+            for lang in _LANGUAGES_OF.get(w, ()):
+                counts[lang] += 1
         best = max(counts, key=lambda k: (counts[k], -list(FUNCTION_WORDS).index(k)))
         best_hits = counts[best]
     return {"letters": letters, "non_latin_share": non_latin / letters if letters else 0.0,
-            "diacritic_share": _count(_DIACRITIC, text) / letters if letters else 0.0,
+            "diacritic_share": len(_NOT_DIACRITIC.sub("", text)) / letters if letters else 0.0,
             "words": n, "english_share": english / n if n else 0.0,
             "other_language": best if best_hits else None, "other_hits": best_hits,
             "other_share": best_hits / n if n else 0.0, "scripts": scripts}
