@@ -8,7 +8,7 @@ import platform
 import resource
 import time
 
-__all__ = ["bench_featurize", "bench_score", "bench_stages", "bench_fit", "bench_sizes", "bench_startup",
+__all__ = ["bench_featurize", "bench_score", "bench_stages", "bench_fit", "bench_sizes", "bench_startup", "bench_trees",
            "synthetic_sentences",
            "tokenize_floor", "peak_rss_mb", "pin_one_core", "bench_batch"]
 
@@ -223,6 +223,79 @@ def bench_stages(data=None, model=None, *, limit: int | None = 500) -> dict:
     return {"responses": len(examples), "model": str(model or default_model_path()),
             "ms_p50": {k: round(float(np.percentile(v, 50)), 3) for k, v in times.items()},
             "ms_mean": {k: round(float(np.mean(v)), 3) for k, v in times.items()}}
+
+
+def _boosted_models(detector) -> dict:
+    """The fitted binary histogram-boosting models of a detector, by where they sit."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    model = detector.model_
+    found = {"response": getattr(model, "response_model_", None),
+             "sentence": getattr(getattr(model, "sentence_model_", None), "estimator_", None),
+             "claim": getattr(getattr(model, "claim_model_", None), "estimator_", None),
+             "span": getattr(getattr(detector, "span_tagger_", None), "estimator_", None)}
+    return {k: v for k, v in found.items() if isinstance(v, HistGradientBoostingClassifier)}
+
+
+def _tree_rows(est, n: int, rng):
+    """``n`` rows for ``est`` that walk its trees as real rows do: each feature drawn among its own bin
+    thresholds (and just outside them), a few missing."""
+    import numpy as np
+
+    cols = []
+    for thresholds in est._bin_mapper.bin_thresholds_:
+        t = np.asarray(thresholds, dtype=float)
+        pool = np.concatenate([t, [t.min() - 1.0, t.max() + 1.0]]) if len(t) else np.array([0.0])
+        col = rng.choice(pool, size=n)
+        col[rng.random(n) < 0.02] = np.nan
+        cols.append(col)
+    return np.column_stack(cols)
+
+
+def bench_trees(model=None, *, rows=(1, 8, 64, 256, 1024, 4096), budget_s: float = 0.5) -> dict:
+    """Exact tree inference: evqual's numpy walker against scikit-learn's ``predict_proba``.
+
+    For each histogram-boosting model of the detector (response, sentence,
+    claim and span models) and each batch size, the best of repeated calls
+    of :func:`evqual.models.hgb_proba` (every tree at once with numpy) and of
+    the estimator's own ``predict_proba`` (one compiled call per tree), on
+    rows drawn among the model's own thresholds.  Both results are compared
+    bit for bit; ``identical`` is false if any differs.  Detections use the
+    walker up to :data:`evqual.models.SMALL_BATCH` rows and scikit-learn
+    above (``fast_proba``).
+
+    Returns
+    -------
+    dict
+        ``{"models": {name: {"trees", "features", "rows": [{"n", "walker_ms",
+        "sklearn_ms"}, ...]}}, "identical", "small_batch"}``.
+    """
+    import numpy as np
+
+    from .models import SMALL_BATCH, Detector, default_model_path, hgb_proba
+
+    det = Detector.load(model or default_model_path())
+    rng = np.random.default_rng(0)
+    out, identical = {}, True
+
+    def best(fn, X):
+        times, spent = [], 0.0
+        while len(times) < 3 or (spent < budget_s and len(times) < 200):
+            start = time.perf_counter()
+            fn(X)
+            times.append(time.perf_counter() - start)
+            spent += times[-1]
+        return min(times) * 1000.0
+
+    for name, est in _boosted_models(det).items():
+        table = []
+        for n in rows:
+            X = _tree_rows(est, n, rng)
+            identical &= bool(np.array_equal(hgb_proba(est, X), est.predict_proba(X)))
+            table.append({"n": n, "walker_ms": round(best(lambda Z: hgb_proba(est, Z), X), 4),
+                          "sklearn_ms": round(best(est.predict_proba, X), 4)})
+        out[name] = {"trees": len(est._predictors), "features": int(est.n_features_in_), "rows": table}
+    return {"models": out, "identical": identical, "small_batch": SMALL_BATCH}
 
 
 def bench_fit(data=None, method: str = "evqual") -> dict:

@@ -8,6 +8,7 @@
     python scripts/bench.py sizes --json docs/bench/sizes.json   # very long answers and contexts
     python scripts/bench.py startup --json docs/bench/startup.json   # evqual --version, import, model load
     python scripts/bench.py batch --data ../shared/data/ragtruth --json docs/bench/batch.json  # 1 and 2 workers
+    python scripts/bench.py trees --json docs/bench/trees.json   # numpy tree walker against scikit-learn
 
 The benchmark pins itself to one CPU core and one BLAS thread (but ``batch``,
 which measures 1 and 2 worker processes); the logic lives in :mod:`evqual.bench`,
@@ -68,10 +69,14 @@ def main(argv=None) -> int:
     bt.add_argument("--engines", default="jobs,dask,spark", help="comma-separated subset of jobs,dask,spark")
     bt.add_argument("--workers", default="1,2", help="comma-separated worker counts (default 1,2)")
     bt.add_argument("--limit", type=int, default=None, help="score only the first N answers")
+    tr = sub.add_parser("trees", help="exact tree inference: the numpy walker against scikit-learn's "
+                                      "predict_proba, per boosted model and batch size (about a minute)")
+    tr.add_argument("--model", default=None, help="model folder (default: models/default)")
+    tr.add_argument("--json", required=True, help="where to write the result JSON")
     args = ap.parse_args(argv)
 
     from evqual.bench import (SIZE_CASES, bench_batch, bench_featurize, bench_fit, bench_score, bench_sizes,
-                              bench_stages, bench_startup, pin_one_core)
+                              bench_stages, bench_startup, bench_trees, pin_one_core)
 
     if args.command == "batch":
         result = bench_batch(args.data, engines=tuple(args.engines.split(",")),
@@ -90,6 +95,8 @@ def main(argv=None) -> int:
             result = bench_score(args.data, args.model, limit=args.limit)
         elif args.command == "stages":
             result = bench_stages(args.data, args.model, limit=args.limit)
+        elif args.command == "trees":
+            result = bench_trees(args.model)
         else:
             result = bench_featurize(args.data, entity_backend=args.entity_backend, repeat=args.repeat)
     with open(args.json, "w", encoding="utf-8") as fh:

@@ -23,3 +23,26 @@ def test_bench_batch_jobs_reports_startup_and_rate():
     row = result["results"]["jobs"]["2"]
     assert row["exit_status"] == 0 and row["startup_s"] > 0 and row["answers_per_s"] > 0
     assert len(result["loadavg_before"]) == 3
+
+
+def test_bench_trees_times_both_paths_on_every_boosted_model_and_finds_them_identical():
+    from evqual.bench import bench_trees
+
+    r = bench_trees(rows=(1, 300), budget_s=0.0)
+    assert set(r["models"]) == {"response", "sentence", "claim", "span"}  # the shipped model's four
+    assert r["identical"] is True and r["small_batch"] > 0
+    for m in r["models"].values():
+        assert m["trees"] > 0 and [row["n"] for row in m["rows"]] == [1, 300]
+        assert all(row["walker_ms"] > 0 and row["sklearn_ms"] > 0 for row in m["rows"])
+
+
+def test_bench_trees_reports_a_difference(monkeypatch):
+    """The exactness flag is computed, not assumed: a walker off by one ulp makes it false."""
+    import numpy as np
+
+    import evqual.models as models
+    from evqual.bench import bench_trees
+
+    real = models.hgb_proba
+    monkeypatch.setattr(models, "hgb_proba", lambda est, X: np.nextafter(real(est, X), 2.0))
+    assert bench_trees(rows=(2,), budget_s=0.0)["identical"] is False

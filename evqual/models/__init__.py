@@ -27,6 +27,7 @@ from ._detector import (
     validation_split,
 )
 from ._audit import audit_objects, load_audited, read_model_meta, templates_for
+from ._fasttrees import SMALL_BATCH, hgb_proba
 from ._estimators import FeatureSelector, SentenceMaxClassifier, StackedEvidenceClassifier, TextColumn
 from ._frame import CLAIM, SENT, TOK, ClaimBlock, FrameBuilder, LiteFrame, SentenceBlock, claim_block
 from ._io import (
@@ -99,6 +100,8 @@ __all__ = [
     "FrameBuilder",
     "LiteFrame",
     "META_FORMAT",
+    "SMALL_BATCH",
+    "hgb_proba",
     "MODEL_FORMATS",
     "MODEL_SHA256_ENV",
     "PACKED_MODEL_FILE",
