@@ -328,3 +328,40 @@ LEXICON_WORDS = sorted({t.rstrip("*") + suffix for topic in BUILTIN_TOPICS.value
                 max_size=30).map(" ".join))
 def test_fast_counts_equal_a_plain_regex_over_the_text(text):
     assert TAGGER.counts(text) == _reference_counts(TAGGER, text)
+
+
+# ---------------------------------------------------------------------------------------------- context cache
+def test_tagging_through_the_context_cache_gives_what_a_fresh_tagger_gives():
+    """tag() keeps each context's counts; any order of queries and contexts tags as a fresh tagger would."""
+    from evqual.scoring._topics import CONTEXT_COUNTS_CACHED
+
+    contexts = ["Refugees and asylum seekers; refugee status.", "The hospital treated patients with insulin.",
+                "Workers joined the union after wage cuts.", "", "The bridge opened in 1937."] + \
+               [f"Context {i} about asylum and the hospital." for i in range(CONTEXT_COUNTS_CACHED + 3)]
+    warm = TopicTagger(min_context_hits=1)
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.lists(st.tuples(st.sampled_from(["", "Is it a refugee?", "Which vaccine?"]),
+                              st.sampled_from(contexts)), max_size=25))
+    def check(pairs):
+        for q, c in pairs:
+            assert warm.tag(q, c) == TopicTagger(min_context_hits=1).tag(q, c)
+            assert warm.tag(q, [c, c]) == TopicTagger(min_context_hits=1).tag(q, [c, c])
+
+    check()
+    assert len(warm._context_cache[1]) <= CONTEXT_COUNTS_CACHED
+
+
+def test_the_context_cache_is_not_pickled_or_shared_by_reference():
+    import copy
+    import pickle
+
+    tagger = TopicTagger()
+    assert tagger.tag("", "Refugees and asylum seekers; refugee status.") == ("migration",)
+    assert "_context_cache" in vars(tagger)
+    for other in (pickle.loads(pickle.dumps(tagger)), copy.deepcopy(tagger)):
+        assert "_context_cache" not in vars(other)
+        assert other.tag("", "Refugees and asylum seekers; refugee status.") == ("migration",)
+    got = tagger._context_counts("Refugees and asylum seekers; refugee status.")
+    got["migration"] = 0
+    assert tagger._context_counts("Refugees and asylum seekers; refugee status.")["migration"] == 3

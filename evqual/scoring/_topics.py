@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-from functools import lru_cache
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from dataclasses import dataclass
 from numbers import Integral
 from types import MappingProxyType
@@ -351,6 +353,12 @@ BUILTIN_TOPICS = MappingProxyType({
 })
 
 
+CONTEXT_COUNTS_CACHED = 32
+"""Contexts whose topic counts a :class:`TopicTagger` keeps (see :meth:`TopicTagger.tag`)."""
+CONTEXT_COUNTS_MAX_CHARS = 200_000
+"""Longest context whose topic counts are kept."""
+
+
 class TopicTagger:
     """Tag a query and its context with topics by matching term lexicons.
 
@@ -431,6 +439,34 @@ class TopicTagger:
             if key != topic.name:
                 raise ValueError(f"topics[{key!r}] has name {topic.name!r}; the key must equal the name")
 
+    def __getstate__(self):
+        # the context cache (a lock and recent contexts) is never pickled or copied
+        state = dict(self.__dict__)
+        state.pop("_context_cache", None)
+        return state
+
+    def _context_counts(self, text: str) -> dict:
+        """:meth:`counts` of a context, kept for the next answers to that context (answers often share
+        one): at most :data:`CONTEXT_COUNTS_CACHED` contexts of at most :data:`CONTEXT_COUNTS_MAX_CHARS`
+        characters each, least recently used out first; a copy is returned."""
+        cache = self.__dict__.get("_context_cache")
+        if cache is None:
+            cache = self.__dict__.setdefault("_context_cache", (threading.Lock(), OrderedDict()))
+        lock, kept = cache
+        with lock:
+            got = kept.get(text)
+            if got is not None:
+                kept.move_to_end(text)
+                return dict(got)
+        got = self.counts(text)
+        if len(text) <= CONTEXT_COUNTS_MAX_CHARS:
+            with lock:
+                kept[text] = got
+                kept.move_to_end(text)
+                while len(kept) > CONTEXT_COUNTS_CACHED:
+                    kept.popitem(last=False)
+        return dict(got)
+
     def __repr__(self):
         args = []
         if self.topics is not None:
@@ -504,7 +540,7 @@ class TopicTagger:
         >>> TopicTagger().tag("Are LGBTQ+ refugees protected?", "")
         ('migration',)
         """
-        q, c = self.counts(query), self.counts(context)
+        q, c = self.counts(query), self._context_counts(_as_text(context))
         return tuple(name for name in self._patterns
                      if q[name] >= self.min_query_hits or c[name] >= self.min_context_hits)
 
