@@ -209,6 +209,7 @@ def dumps_packed(obj, *, trusted=None) -> bytes:
         name: nothing is written that the reader would refuse.
     """
     from ._audit import TRUSTED_TYPES
+    from ._io import _zipinfo  # the deterministic member header skops files are rewritten with
 
     writer = _Writer(trusted or TRUSTED_TYPES)
     root = writer.value(obj)
@@ -217,11 +218,7 @@ def dumps_packed(obj, *, trusted=None) -> bytes:
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w") as zf:
         for name, data in ((GRAPH_MEMBER, text.encode("ascii")), (ARRAYS_MEMBER, b"".join(writer.chunks))):
-            info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
-            info.compress_type = zipfile.ZIP_DEFLATED
-            info.create_system = 3
-            info.external_attr = 0o644 << 16
-            zf.writestr(info, data, compress_type=zipfile.ZIP_DEFLATED, compresslevel=9)
+            zf.writestr(_zipinfo(name), data, compress_type=zipfile.ZIP_DEFLATED, compresslevel=9)
     return out.getvalue()
 
 
@@ -244,9 +241,9 @@ class _Reader:
         self.types = {n for n, loader in trusted if loader == "TypeNode"}
         self.generators = any(loader == "RandomGeneratorNode" for _, loader in trusted)
         self.random_states = any(loader == "RandomStateNode" for _, loader in trusted)
-        self.scalars = {n.rsplit(".", 1)[1] for n, loader in trusted if loader == "NdArrayNode"
-                        and n.startswith("numpy.") and n != "numpy.ndarray"}
-        self.scalars = {("bool" if n == "bool_" else n) for n in self.scalars}
+        # numpy scalar types the allow-list holds (skops loads them as NdArrayNode), by _SCALARS' names
+        self.scalars = {name for name, typ in _SCALARS.items()
+                        if (f"numpy.{typ.__name__}", "NdArrayNode") in set(trusted)}
         self.max_nodes, self.max_depth = max_nodes, max_depth
         self.nodes = 0
         self.built: list = []  # objects by serial; None while one is being built
