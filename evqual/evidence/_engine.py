@@ -37,13 +37,14 @@ from __future__ import annotations
 import math
 import re
 from collections import OrderedDict
+from difflib import SequenceMatcher
 from functools import lru_cache
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..text import split_sentences
-from ._lexicon import LOGIC_CLASSES, logic_lexicon
+from ._lexicon import LOGIC_CLASSES, logic_lexicon, stem
 from ._reading import NEGATIVE_PREFIXES, SpanReading, read_span
 from ._values import value_kind
 
@@ -54,6 +55,7 @@ _SPLIT_RE = re.compile(
     r"|,\s+(?=(?:and|but|or|while|whereas|although|though|yet|so|which|who)\s)"
     r"|\s+(?=(?:but|whereas)\s)", re.IGNORECASE)
 _MIN_CLAIM = 12
+_ALNUM_RE = re.compile(r"[^\W_]")  # what str.isalnum() accepts, one character
 
 
 def split_claims(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
@@ -74,7 +76,7 @@ def split_claims(text: str, start: int = 0, end: int | None = None) -> list[tupl
                 out.append((cur, m.start()))
                 cur = m.end()
         out.append((cur, e))
-    return [(a, b) for a, b in out if any(c.isalnum() for c in text[a:b])]
+    return [(a, b) for a, b in out if _ALNUM_RE.search(text, a, b)]
 
 
 # ------------------------------------------------------------------------------------------------ features
@@ -137,6 +139,12 @@ CLAIM_FEATURE_TABLE = _feature_table()
 CLAIM_FEATURES = tuple(n for n, _ in CLAIM_FEATURE_TABLE)
 """Names of the claim features, in column order (see :data:`CLAIM_FEATURE_TABLE` for definitions)."""
 _COL = {n: i for i, n in enumerate(CLAIM_FEATURES)}
+_KIND_COLS = tuple((code, tuple((st, _COL[f"{kname}.{st}.v1"]) for st in _STATUSES),
+                    _COL[f"{kname}.unsupported_share.v1"]) for code, kname in _KINDS)
+"""Per item kind: its code, the column of each status and of the unsupported share."""
+_LOGIC_COLS = tuple((c, tuple(_COL[f"logic.{c}.{x}.v1"] for x in ("adds", "adds_second", "drops", "conflict",
+                                                                 "conflict_far"))) for c in LOGIC_CLASSES)
+"""Per logic class: the columns of its adds, adds in the second sentence, drops, conflict and far conflict."""
 
 
 # ------------------------------------------------------------------------------------------------ results
@@ -203,11 +211,11 @@ class Reading:
 # ------------------------------------------------------------------------------------------------ index
 
 
+@lru_cache(maxsize=1 << 16)
 def _aliases(key: str) -> tuple:
-    """A name also matches the same word written lower case, and the other way round."""
+    """A name also matches the same word written lower case, and the other way round (memoised: a pure
+    function of the key, asked for several times per item of every claim)."""
     if key.startswith("n:"):
-        from ._lexicon import stem
-
         return (key, "w:" + stem(key[2:]))
     if key.startswith("w:"):
         return (key, "n:" + key[2:])
@@ -246,6 +254,38 @@ class _Index:
         for k in q.keys:
             self.query_keys.update(_aliases(k))
         self.numbers = [self._numbers(r) for r in readings]
+        # filled as claims ask (an index is shared by every answer to its context): a key's units, and a
+        # unit's canonical keys, first positions and logic senses
+        self._present: dict = {}
+        self._unit_cache: dict = {}
+
+    _PRESENT_MAX = 1 << 16
+    """Keys whose units an index keeps at most (a context kept for a stream of answers stays bounded)."""
+
+    def present(self, key: str) -> frozenset:
+        """The units holding ``key`` or one of its aliases."""
+        us = self._present.get(key)
+        if us is None:
+            found: set = set()
+            for a in _aliases(key):
+                found.update(self.postings.get(a, ()))
+            us = frozenset(found)
+            if len(self._present) < self._PRESENT_MAX:
+                self._present[key] = us
+        return us
+
+    def unit_view(self, u: int) -> tuple:
+        """``(canonical keys, {key or alias: first position}, logic senses)`` of unit ``u``'s items."""
+        view = self._unit_cache.get(u)
+        if view is None:
+            keys = self.readings[u].keys
+            pos: dict = {}
+            for j, k in enumerate(keys):
+                for a in _aliases(k):
+                    pos.setdefault(a, j)
+            view = ([_canon(k) for k in keys], pos, _logic_items(keys)[0])
+            self._unit_cache[u] = view
+        return view
 
     @staticmethod
     def _numbers(r: SpanReading):
@@ -335,9 +375,7 @@ class EvidenceEngine:
         scores = np.zeros(n_units)
         present = []  # per item: list of units holding it (aliases included)
         for k, w in zip(items, weights):
-            us = set()
-            for a in _aliases(k):
-                us.update(idx.postings.get(a, ()))
+            us = idx.present(k)
             present.append(us)
             for u in us:
                 scores[u] += w
@@ -413,13 +451,18 @@ class EvidenceEngine:
                 elif where and st == "novel":
                     st = "elsewhere"
             status_of[k] = st
-        for code, kname in _KINDS:
-            ks = [k for k in items if k[0] == code]
-            for st in _STATUSES:
-                f[_COL[f"{kname}.{st}.v1"]] = sum(1 for k in ks if status_of[k] == st)
-            if ks:
-                f[_COL[f"{kname}.unsupported_share.v1"]] = sum(
-                    1 for k in ks if status_of[k] in ("elsewhere", "novel")) / len(ks)
+        counts: dict = {}
+        for k in items:
+            ck = (k[0], status_of[k])
+            counts[ck] = counts.get(ck, 0) + 1
+        for code, cols, share_col in _KIND_COLS:
+            n_kind = 0
+            for st, col in cols:
+                c_st = counts.get((code, st), 0)
+                f[col] = c_st
+                n_kind += c_st
+            if n_kind:
+                f[share_col] = (counts.get((code, "elsewhere"), 0) + counts.get((code, "novel"), 0)) / n_kind
         # longest run of novel words
         run = best_run = 0
         for k in keys:
@@ -438,7 +481,8 @@ class EvidenceEngine:
             f[_COL["word.borrowed_negated.v1"]] = nb
         # the word alignment of the claim with its evidence sentence
         ev_keys = ev_reading.keys if ev_reading else ()
-        blocks, lo, hi = _blocks(keys, ev_keys)
+        ev_canon, ev_pos, _ = idx.unit_view(best) if best >= 0 else ((), {}, {})
+        blocks, lo, hi = _blocks(keys, ev_keys, ev_canon)
         claim_alias = set()
         for k in items:
             claim_alias.update(_aliases(k))
@@ -517,10 +561,6 @@ class EvidenceEngine:
                 diffs.append(Difference("opposite", "conflict", *claim_span(i), ev, et))
         # order of shared names and values, and of all shared items
         if ev_reading is not None:
-            ev_pos = {}
-            for j, k in enumerate(ev_reading.keys):
-                for a in _aliases(k):
-                    ev_pos.setdefault(a, j)
             shared = [(first[k], ev_pos[k]) for k in items if k in ev_pos]
             nv = [(a, b) for (a, b), k in zip(shared, [k for k in items if k in ev_pos]) if k[0] in "nv"]
             rev = sum(1 for x in range(len(nv)) for y in range(x + 1, len(nv))
@@ -539,7 +579,7 @@ class EvidenceEngine:
             if len(shared) >= 3:
                 f[_COL["order.tau.v1"]] = (conc - disc) / max(1, conc + disc)
         # logic classes: adds, inner drops, conflicts at one place of the alignment
-        ev2_logic = _logic_items(idx.readings[second].keys)[0] if second >= 0 else {}
+        ev2_logic = idx.unit_view(second)[2] if second >= 0 else {}
         cl_logic, cl_pos, _ = _logic_items(keys)
         ev_logic, _, inner = _logic_items(ev_keys, lo, hi)
         lex = logic_lexicon()
@@ -551,20 +591,22 @@ class EvidenceEngine:
                 for c2, b in eset:
                     if c2 == c and lex.exclusive(c, a, b):
                         local.setdefault(c, []).append((a, b))
-        for c in LOGIC_CLASSES:
+        for c, (c_adds, c_adds2, c_drops, c_conflict, c_far) in _LOGIC_COLS:
+            if c not in cl_logic and c not in inner:
+                continue  # neither adds nor drops: every feature of the class stays 0
             cs, es, es2 = cl_logic.get(c, set()), ev_logic.get(c, set()), ev2_logic.get(c, set())
             # a sense the query asks about ("Does it have to ...?") is not added by the answer
             adds = cs - es - {x for x in cs if f"L:{c}:{x}" in idx.query_keys}
             drops = inner.get(c, set()) - cs
             pairs = [(a, b) for a, b in local.get(c, ()) if a in adds and b not in cs]
-            f[_COL[f"logic.{c}.adds.v1"]] = len(adds)
-            f[_COL[f"logic.{c}.adds_second.v1"]] = len(adds & es2)
-            f[_COL[f"logic.{c}.drops.v1"]] = len(drops)
+            f[c_adds] = len(adds)
+            f[c_adds2] = len(adds & es2)
+            f[c_drops] = len(drops)
             far = not pairs and any(lex.exclusive(c, a, b) for a in adds for b in drops)
             if pairs:
-                f[_COL[f"logic.{c}.conflict.v1"]] = 1.0
+                f[c_conflict] = 1.0
             elif far:
-                f[_COL[f"logic.{c}.conflict_far.v1"]] = 1.0
+                f[c_far] = 1.0
             if adds or drops:
                 kind = "conflict" if (pairs or far) else ("adds" if adds else "drops")
                 a_set = {a for a, _ in pairs} or adds
@@ -573,31 +615,29 @@ class EvidenceEngine:
                     cspan, ctext = claim_span(min(cl_pos[(c, x)] for x in a_set))
                 else:
                     cspan, ctext = None, ""
-                ev, et = ev_span(lambda kk, c=c, d=d_set: any(kk == f"L:{c}:{x}" for x in d)) if d_set else (None, "")
+                ev, et = ev_span(frozenset(f"L:{c}:{x}" for x in d_set).__contains__) if d_set else (None, "")
                 diffs.append(Difference(c, kind, cspan, ctext, ev, et,
                                         "/".join([",".join(sorted(a_set)), ",".join(sorted(d_set))])))
         strength = float(f[_COL["align.recall.v1"]])
         return ClaimEvidence(start, end, output[start:end], unit, strength, f, diffs)
 
 
+@lru_cache(maxsize=1 << 16)
 def _canon(key: str) -> str:
     if key.startswith("n:"):
-        from ._lexicon import stem
-
         return "w:" + stem(key[2:])
     return key
 
 
-def _blocks(claim_keys, ev_keys):
+def _blocks(claim_keys, ev_keys, ev_canon=None):
     """The non-equal blocks ``(i1, i2, j1, j2)`` of the alignment of the claim's items with the evidence's
     (difflib's longest matching blocks, names and words compared alike), and the evidence index range
-    ``[lo, hi)`` between the first and the last shared item."""
-    from difflib import SequenceMatcher
-
+    ``[lo, hi)`` between the first and the last shared item.  ``ev_canon``: the evidence keys already
+    canonical (:meth:`_Index.unit_view`)."""
     if not ev_keys:
         return [(0, len(claim_keys), 0, 0)] if claim_keys else [], 0, 0
     a = [_canon(k) for k in claim_keys]
-    b = [_canon(k) for k in ev_keys]
+    b = list(ev_canon) if ev_canon is not None else [_canon(k) for k in ev_keys]
     sm = SequenceMatcher(None, a, b, autojunk=False)
     ops = sm.get_opcodes()
     eq = [(j1, j2) for tag, _, _, j1, j2 in ops if tag == "equal"]

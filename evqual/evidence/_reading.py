@@ -82,18 +82,27 @@ def _is_name(tok: str, i: int, toks, text: str) -> bool:
     return i + 1 < len(toks) and toks[i + 1][2][:1].isupper()
 
 
+def _span_tokens(piece: str, offset: int = 0) -> list:
+    """``(start, end, word)`` of the words of ``piece``, offsets plus ``offset``; a camel-case record key
+    ("OutdoorSeating") reads as its words."""
+    if not _CAMEL_RE.search(piece):  # (two adjacent letters are in one token: no token has one either)
+        return [(m.start() + offset, m.end() + offset, m.group()) for m in _TOKEN_RE.finditer(piece)]
+    toks = []
+    for m in _TOKEN_RE.finditer(piece):
+        a, w = m.start() + offset, m.group()
+        if _CAMEL_RE.search(w):
+            for sub in _CAMEL_PART_RE.finditer(w):
+                toks.append((a + sub.start(), a + sub.end(), sub.group()))
+        else:
+            toks.append((a, m.end() + offset, w))
+    return toks
+
+
 def read_span(text: str, start: int = 0, end: int | None = None) -> SpanReading:
     """Read ``text[start:end]`` (offsets of the result are into ``text``)."""
     end = len(text) if end is None else end
     piece = text[start:end]
-    toks = []
-    for m in _TOKEN_RE.finditer(piece):
-        a, w = m.start() + start, m.group()
-        if _CAMEL_RE.search(w):  # a record key ("OutdoorSeating") reads as its words
-            for sub in _CAMEL_PART_RE.finditer(w):
-                toks.append((a + sub.start(), a + sub.end(), sub.group()))
-        else:
-            toks.append((a, m.end() + start, w))
+    toks = _span_tokens(piece, start)
     lows = [t[2].lower() for t in toks]
     for k, w in enumerate(lows):
         if "'" in w:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_left
 from typing import NamedTuple
 
 from ..text import MONTHS, WEEKDAYS, extract_numbers
@@ -121,6 +122,11 @@ _MONTH["sept"] = 9
 _WEEKDAY = {d: i + 1 for i, d in enumerate(WEEKDAYS)}
 _WEEKDAY.update({d + "s": i + 1 for i, d in enumerate(WEEKDAYS)})
 _TOKEN_RE = re.compile(r"[^\W_]+|[%$€£¥²]")
+_DIGIT_RE = re.compile(r"\d")  # what the number, clock and time patterns need ...
+_NOON_RE = re.compile(r"noon|midnight", re.IGNORECASE)  # ... or the time pattern's two words
+_TRIGGERS = frozenset(_NUMBER_WORDS) | frozenset(COUNT_WORDS) | frozenset(RATE_WORDS) | frozenset(_MONTH) | \
+    frozenset(_WEEKDAY) | {"every", "each", "fortnight", "fortnights", "half"}
+"""The words a value can start from without a digit (:func:`read_values`' rules, in order)."""
 _FREQ_LEAD = {"a", "an", "per", "each", "every"}
 _CLOCK_RE = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2}):(\d{2})(?![\d:])")
 
@@ -191,12 +197,16 @@ def _word_number(toks, i):
 
 def read_values(text: str) -> list[Value]:
     """Every value of ``text`` in order of position (see the module docstring for keys)."""
+    if not _DIGIT_RE.search(text) and not _NOON_RE.search(text) and \
+            _TRIGGERS.isdisjoint(map(str.lower, _TOKEN_RE.findall(text))):
+        return []  # no digit and no word any rule below starts from: no value (most sentences)
     toks = _tokens(text)
     if not toks:
         return []
     n = len(toks)
+    starts = [t[0] for t in toks]
     # numbers: digits (with currency, %, scale) and number words, as (value, unit, first tok, end tok)
-    by_start = {s: i for i, (s, _, _, _) in enumerate(toks)}
+    by_start = {s: i for i, s in enumerate(starts)}
     nums = []  # (tok_i, tok_j, value float or None, key of the plain number)
     taken = [False] * n
     for m in _CLOCK_RE.finditer(text):
@@ -209,14 +219,15 @@ def read_values(text: str) -> list[Value]:
             j += 1
         nums.append((i, j, None, "clock:" + ":".join(str(int(g)) for g in m.groups()), "clock"))
     for m in extract_numbers(text):
-        if any(taken[k] for k, t in enumerate(toks) if m.start <= t[0] < m.end):
+        first = bisect_left(starts, m.start)  # the tokens starting inside the mention: first .. past - 1
+        if any(taken[first:bisect_left(starts, m.end)]):
             continue
         i = by_start.get(m.start)
         if i is None:
             # the mention starts with a currency sign or inside a token
-            i = next((k for k, t in enumerate(toks) if t[0] >= m.start), None)
-            if i is None:
+            if first == n:
                 continue
+            i = first
         j = i
         while j < n and toks[j][0] < m.end:
             j += 1

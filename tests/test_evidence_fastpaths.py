@@ -1,0 +1,116 @@
+"""Issue 23, step 6: the engine's shortcuts give what the long way gives.
+
+Each shortcut is held equal to the code it replaced (kept here as the reference) on any text
+hypothesis draws, with a vocabulary that reaches every rule the shortcut skips.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evqual.evidence import EvidenceEngine
+from evqual.evidence import _engine, _reading, _values
+
+# words that start or stop a value, a name, a logic phrase or a camel-case key, and plain words
+_VOCAB = [
+    "every", "each", "other", "second", "day", "days", "week", "weekly", "daily", "twice", "once", "times", "a",
+    "an", "per", "half", "hour", "fortnight", "fortnights", "noon", "midnight", "afternoon", "Noon", "May", "may",
+    "Monday", "mondays", "Sept", "sept", "june", "one", "two", "ten", "twenty", "hundred", "and", "million",
+    "thousand", "km", "miles", "percent", "%", "$", "€", "5", "12", "1,600", "3.5", "10:30", "7pm", "2021",
+    "٣", "²", "not", "more", "than", "at", "least", "OutdoorSeating", "iPhone", "priceUSD", "Lake", "Orva",
+    "the", "park", "lies", "outside", "Harbour", "Bank", "said", "\u212a", "İstanbul", "ſ", "_", "'s", "don't",
+    ".", ",", ";", ":", "-", "\u2013", "(", ")", '"', "\n",
+]
+_texts = st.one_of(
+    st.lists(st.sampled_from(_VOCAB), max_size=25).map(" ".join),
+    st.lists(st.sampled_from(_VOCAB), max_size=25).map("".join),
+    st.text(max_size=80),
+)
+
+
+# ------------------------------------------------------------------------------------------------ references
+
+def _reference_span_tokens(piece: str, offset: int = 0) -> list:
+    toks = []
+    for m in _reading._TOKEN_RE.finditer(piece):
+        a, w = m.start() + offset, m.group()
+        if _reading._CAMEL_RE.search(w):
+            for sub in _reading._CAMEL_PART_RE.finditer(w):
+                toks.append((a + sub.start(), a + sub.end(), sub.group()))
+        else:
+            toks.append((a, m.end() + offset, w))
+    return toks
+
+
+@given(_texts, st.integers(0, 5))
+@settings(max_examples=300, deadline=None)
+def test_span_tokens_equal_the_per_token_loop(text, offset):
+    assert _reading._span_tokens(text, offset) == _reference_span_tokens(text, offset)
+
+
+@given(_texts)
+@settings(max_examples=300, deadline=None)
+def test_read_values_shortcut_equals_the_full_reading(text):
+    fast = _values.read_values(text)
+    saved = _values._DIGIT_RE
+    _values._DIGIT_RE = re.compile("")  # matches everywhere: the shortcut is never taken
+    try:
+        full = _values.read_values(text)
+    finally:
+        _values._DIGIT_RE = saved
+    assert fast == full
+
+
+def test_read_values_shortcut_keeps_every_value_kind():
+    # each of these is read from words alone, no digit: the shortcut must not drop them
+    for text, key in [("twice a day", "rate:"), ("every other week", "rate:"), ("daily", "rate:"),
+                      ("a fortnight", "qty:time:14"), ("half an hour", "qty:time:"), ("in May", "month:5"),
+                      ("on Mondays", "weekday:1"), ("at noon", "time:"), ("twenty one km", "qty:length:")]:
+        keys = [v.key for v in _values.read_values(text)]
+        assert any(k.startswith(key) for k in keys), (text, keys)
+
+
+@given(st.text(max_size=40), st.integers(0, 40), st.integers(0, 40))
+@settings(max_examples=300, deadline=None)
+def test_alnum_pattern_is_str_isalnum(text, a, b):
+    assert bool(_engine._ALNUM_RE.search(text, a, b)) == any(c.isalnum() for c in text[a:b])
+
+
+# ------------------------------------------------------------------------------------------------ engine caches
+
+def _same(r1, r2):
+    assert len(r1.claims) == len(r2.claims)
+    for c1, c2 in zip(r1.claims, r2.claims):
+        assert (c1.start, c1.end, c1.unit, c1.strength) == (c2.start, c2.end, c2.unit, c2.strength)
+        np.testing.assert_array_equal(c1.features, c2.features)
+        assert c1.differences == c2.differences
+
+
+_CONTEXT = ["Lake Orva lies entirely within the park, 6 km south of Tennby. Buses run every 30 minutes on "
+            "Sundays. The museum opened in 1932 and closed in 1990; it may reopen in May.",
+            "Lake Aska sits just outside the park. Tickets cost $12 for adults and $5 for children."]
+_answers = st.lists(st.sampled_from(_VOCAB[:60] + ["Lake", "Orva", "Aska", "park", "museum", "opened", "closed",
+                                                   "buses", "run", "Tennby", "tickets", "cost", "adults"]),
+                    min_size=1, max_size=20).map(" ".join)
+
+
+@given(st.lists(_answers, min_size=1, max_size=4))
+@settings(max_examples=60, deadline=None)
+def test_warm_index_caches_read_as_a_fresh_engine(answers):
+    warm = EvidenceEngine()
+    for a in answers:  # the index's per-key and per-unit caches fill up across answers ...
+        warm.read(a, _CONTEXT, "When do buses run?")
+    for a in answers:  # ... and every answer reads as it does on a fresh engine
+        _same(warm.read(a, _CONTEXT, "When do buses run?"), EvidenceEngine().read(a, _CONTEXT, "When do buses run?"))
+
+
+def test_index_key_cache_is_bounded(monkeypatch):
+    monkeypatch.setattr(_engine._Index, "_PRESENT_MAX", 3)
+    idx = _engine._Index(_CONTEXT, "")
+    for k in ["w:lake", "n:orva", "w:park", "w:bus", "n:aska", "v:num:$:12"]:
+        assert idx.present(k) == frozenset(u for a in _engine._aliases(k) for u in idx.postings.get(a, ()))
+    assert len(idx._present) == 3
