@@ -25,7 +25,7 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.metrics import f1_score, make_scorer, precision_score, recall_score
 from sklearn.model_selection import FixedThresholdClassifier, StratifiedGroupKFold, TunedThresholdClassifierCV
 
-from ._fasttrees import fast_decision, fast_proba
+from ._fasttrees import fast_calibrate, fast_decision, fast_proba
 from ._frame import CLAIM, TOK, FrameBuilder
 from ._methods import RESPONSE_FALLBACK, MethodSpec, get_method
 from ._spans import tokens_to_spans
@@ -875,7 +875,7 @@ class Detector:
         return (proba if proba is not None else fast_proba(self.model_, frame))[:, 1]
 
     def _calibrate(self, score) -> np.ndarray:
-        return np.clip(self.calibrator_.predict(score), 0.0, 1.0)
+        return np.clip(fast_calibrate(self.calibrator_, score), 0.0, 1.0)
 
     def __getstate__(self):
         # classifier_ (the calibration and threshold-tuning wrappers) is only needed while fitting;
@@ -898,7 +898,7 @@ class Detector:
         lengths = [len(r) for r in risks]
         if not sum(lengths):
             return risks
-        flat = np.clip(cal.predict(_logit(np.concatenate(risks))), 0.0, 1.0)
+        flat = np.clip(fast_calibrate(cal, _logit(np.concatenate(risks))), 0.0, 1.0)
         return np.split(flat, np.cumsum(lengths)[:-1])
 
     def predict_proba_and_sentences_frame(self, frame):

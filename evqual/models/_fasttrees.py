@@ -26,10 +26,11 @@ import weakref
 import numpy as np
 from scipy.special import expit
 from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.calibration import _SigmoidCalibration
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline
 
-__all__ = ["hgb_proba", "fast_proba", "fast_decision"]
+__all__ = ["hgb_proba", "fast_proba", "fast_decision", "fast_calibrate"]
 
 _CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
@@ -292,3 +293,13 @@ def fast_decision(est, X) -> np.ndarray:
     if z is not None:
         return z
     return np.asarray(est.decision_function(X), dtype=float).ravel()
+
+
+def fast_calibrate(cal, score) -> np.ndarray:
+    """``cal.predict(score)``: for Platt's sigmoid (``_SigmoidCalibration``) on a 1-d float64 array, its
+    formula without scikit-learn's input validation (the same floats; the validation alone took about
+    0.1 ms a call); any other calibrator or input goes to its own ``predict``."""
+    if type(cal) is _SigmoidCalibration and isinstance(score, np.ndarray) and score.ndim == 1 \
+            and score.dtype == np.float64:
+        return expit(-(cal.a_ * score + cal.b_))
+    return cal.predict(score)

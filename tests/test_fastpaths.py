@@ -1,4 +1,4 @@
-"""Issue 23, step 6: the engine's shortcuts give what the long way gives.
+"""Issue 23, step 6: the shortcuts of the engine and the models give what the long way gives.
 
 Each shortcut is held equal to the code it replaced (kept here as the reference) on any text
 hypothesis draws, with a vocabulary that reaches every rule the shortcut skips.
@@ -114,3 +114,32 @@ def test_index_key_cache_is_bounded(monkeypatch):
     for k in ["w:lake", "n:orva", "w:park", "w:bus", "n:aska", "v:num:$:12"]:
         assert idx.present(k) == frozenset(u for a in _engine._aliases(k) for u in idx.postings.get(a, ()))
     assert len(idx._present) == 3
+
+
+# ------------------------------------------------------------------------------------------------ calibration
+
+@given(st.lists(st.floats(-50, 50, allow_nan=False), min_size=1, max_size=30),
+       st.floats(-8, 8, allow_nan=False), st.floats(-8, 8, allow_nan=False))
+@settings(max_examples=200, deadline=None)
+def test_fast_calibrate_equals_sklearn_predict(xs, a, b):
+    from sklearn.calibration import _SigmoidCalibration
+
+    from evqual.models._fasttrees import fast_calibrate
+
+    cal = _SigmoidCalibration()
+    cal.a_, cal.b_ = a, b
+    x = np.array(xs, dtype=np.float64)
+    np.testing.assert_array_equal(fast_calibrate(cal, x), cal.predict(x))
+    # other inputs take scikit-learn's own path (and its validation)
+    np.testing.assert_array_equal(fast_calibrate(cal, xs), cal.predict(xs))
+    np.testing.assert_array_equal(fast_calibrate(cal, x.reshape(-1, 1)), cal.predict(x.reshape(-1, 1)))
+
+
+def test_fast_calibrate_leaves_other_calibrators_to_their_predict():
+    from sklearn.isotonic import IsotonicRegression
+
+    from evqual.models._fasttrees import fast_calibrate
+
+    iso = IsotonicRegression(out_of_bounds="clip").fit([0.0, 1.0, 2.0, 3.0], [0.0, 0.2, 0.7, 1.0])
+    x = np.array([-1.0, 0.5, 2.5, 9.0])
+    np.testing.assert_array_equal(fast_calibrate(iso, x), iso.predict(x))
