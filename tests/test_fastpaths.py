@@ -143,3 +143,83 @@ def test_fast_calibrate_leaves_other_calibrators_to_their_predict():
     iso = IsotonicRegression(out_of_bounds="clip").fit([0.0, 1.0, 2.0, 3.0], [0.0, 0.2, 0.7, 1.0])
     x = np.array([-1.0, 0.5, 2.5, 9.0])
     np.testing.assert_array_equal(fast_calibrate(iso, x), iso.predict(x))
+
+
+# ------------------------------------------------------------------------------------------------ stemmer
+
+def _both_stemmers():
+    # snowballstemmer.stemmer() hands out PyStemmer's class when PyStemmer is installed: take its own
+    # pure-Python class, so the two builds are really compared
+    import Stemmer
+    from snowballstemmer.english_stemmer import EnglishStemmer
+
+    c, py = Stemmer.Stemmer("english", 0), EnglishStemmer()
+    assert type(c) is not type(py)
+    return c, py
+
+
+def test_pystemmer_and_snowballstemmer_stem_every_sample_and_lexicon_word_alike():
+    from evqual.data import load_sample
+    from evqual.evidence import logic_lexicon, synonym_map  # noqa: F401  (the lexicon files' words below)
+    from evqual.text import ANTONYM_PAIRS, STOP_WORDS
+
+    c, py = _both_stemmers()
+    words = set(STOP_WORDS) | {w for pair in ANTONYM_PAIRS for p in pair for w in p.split()}
+    for ex in load_sample().examples:
+        words.update(w.lower() for w in re.findall(r"[^\W_]+(?:'[a-z]+)?", ex.context + " " + ex.output))
+    assert len(words) > 1000
+    differ = [w for w in sorted(words) if c.stemWord(w) != py.stemWord(w)]
+    assert not differ, differ[:20]
+
+
+@given(st.text(alphabet=st.sampled_from(list("aeiouybcdlmnrstgh'") + list("éüßı0İ\u0301Y")), max_size=16))
+@settings(max_examples=500, deadline=None)
+def test_pystemmer_and_snowballstemmer_agree_on_any_word(word):
+    c, py = _both_stemmers()
+    assert c.stemWord(word) == py.stemWord(word)
+
+
+def test_each_thread_has_its_own_stemmer_and_stems_as_one_thread_does():
+    import threading
+
+    from evqual.text import english_stemmer, stemmer_backend
+
+    assert stemmer_backend() == "pystemmer"  # a core dependency: installed with evqual
+    words = [f"{w}{s}" for w in ("connect", "relat", "hop", "generaliz", "nation") for s in ("ing", "ed", "ions", "al")]
+    serial = [english_stemmer().stemWord(w) for w in words]
+    seen, results = [], []
+
+    def work():
+        seen.append(id(english_stemmer()))
+        results.append([english_stemmer().stemWord(w) for w in words * 50][: len(words)])
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert len(set(seen)) == 4 and id(english_stemmer()) not in seen
+    assert all(r == serial for r in results)
+
+
+def test_snowballstemmer_is_the_fallback(monkeypatch):
+    import builtins
+    import threading
+
+    from evqual.text import _stem
+
+    real_import = builtins.__import__
+
+    def no_pystemmer(name, *args, **kwargs):
+        if name == "Stemmer":
+            raise ImportError("no PyStemmer here")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_pystemmer)
+    _stem.stemmer_backend.cache_clear()
+    monkeypatch.setattr(_stem, "_LOCAL", threading.local())
+    try:
+        assert _stem.stemmer_backend() == "snowballstemmer"
+        assert _stem.english_stemmer().stemWord("opening") == "open"
+    finally:
+        _stem.stemmer_backend.cache_clear()

@@ -16,6 +16,8 @@ from __future__ import annotations
 from functools import lru_cache
 from importlib import resources
 
+from ..text import english_stemmer
+
 __all__ = ["LOGIC_CLASSES", "LogicLexicon", "inflections", "logic_lexicon", "stem", "stems", "synonym_map",
            "SYNONYMS_FILE"]
 
@@ -27,11 +29,6 @@ SYNONYMS_FILE = "synonyms.tsv"
 _MAX_PHRASE = 6
 
 
-@lru_cache(maxsize=1)
-def _stemmer():
-    import snowballstemmer
-
-    return snowballstemmer.stemmer("english")
 
 
 _STEMS: dict[str, str] = {}
@@ -45,7 +42,7 @@ def stem(word: str) -> str:
     """
     s = _STEMS.get(word)
     if s is None:
-        s = _stemmer().stemWord(word) if len(word) > 3 and not word.isdigit() else word
+        s = english_stemmer().stemWord(word) if len(word) > 3 and not word.isdigit() else word
         if len(_STEMS) < 500_000:
             _STEMS[word] = s
     return s

@@ -116,6 +116,7 @@ from ..text import (
     STOP_WORDS,
     WEEKDAYS,
     antonyms_of,
+    english_stemmer,
     extract_numbers,
     split_sentences,
 )
@@ -269,13 +270,6 @@ _TRIGGERS = frozenset(set(_WORD_VALUES) | set(_SMALL) | _MONTHS | _WEEKDAYS | se
 _DIGIT_RE = re.compile(r"\d")
 
 
-@lru_cache(maxsize=1)
-def _stemmer():
-    import snowballstemmer
-
-    return snowballstemmer.stemmer("english")
-
-
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """Snowball English stem of a lower-case word (cached).
@@ -283,7 +277,7 @@ def stem(word: str) -> str:
     >>> stem("sources"), stem("opens"), stem("opened")
     ('sourc', 'open', 'open')
     """
-    return _stemmer().stemWord(word)
+    return english_stemmer().stemWord(word)
 
 
 def split_claims(text: str, start: int, end: int) -> list[tuple[int, int]]:

@@ -15,6 +15,7 @@ from ._language import FUNCTION_WORDS, LANGUAGE_WARNING_CODE, language_signal, l
 from ._lexicon import ANTONYM_PAIRS, MONTHS, NUMBER_WORDS, QUANTIFIER_SWAPS, US_STATES, WEEKDAYS, antonyms_of
 from ._numbers import NumberMention, context_number_values, extract_numbers, normalize_number
 from ._sentences import split_sentences
+from ._stem import STEMMER_BACKENDS, english_stemmer, stemmer_backend
 from ._tokens import STOP_WORDS, TOKEN_PATTERN, content_tokens, token_spans, tokenize
 
 __all__ = [
@@ -48,6 +49,9 @@ __all__ = [
     "require_spacy",
     "spacy_available",
     "split_sentences",
+    "STEMMER_BACKENDS",
+    "english_stemmer",
+    "stemmer_backend",
     "token_spans",
     "tokenize",
 ]

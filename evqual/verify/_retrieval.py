@@ -21,7 +21,7 @@ from numbers import Real
 
 import numpy as np
 
-from ..text import content_tokens
+from ..text import content_tokens, english_stemmer
 
 __all__ = ["SparseRetriever", "minmax_fusion", "rrf_fusion", "rank_order"]
 
@@ -148,11 +148,7 @@ class SparseRetriever:
         words = content_tokens(text)
         if not self.stem:
             return words
-        if getattr(self, "_stemmer", None) is None:
-            import snowballstemmer
-
-            self._stemmer = snowballstemmer.stemmer("english")
-        return self._stemmer.stemWords(words)
+        return english_stemmer().stemWords(words)
 
     def fit(self, passages):
         """Index ``passages`` (a sequence of str)."""
