@@ -91,7 +91,7 @@ def bench_featurize(data=None, *, entity_backend: str = "regex", repeat: int = 3
 
 
 def bench_score(data=None, model=None, *, limit: int | None = None, batch_repeat: int = 3,
-                batch_size: int = 64) -> dict:
+                batch_size: int = 64, new_contexts: bool = False) -> dict:
     """Latency of scoring one answer at a time with a saved model: the full result.
 
     Each answer is scored alone with ``detector.score_batch([example])``: its
@@ -102,7 +102,9 @@ def bench_score(data=None, model=None, *, limit: int | None = None, batch_repeat
     and not counted.  Batch throughput scores all answers with
     ``score_batch(examples, batch_size=batch_size)`` (best of
     ``batch_repeat``).  ``risk_only_ms_p50`` times ``predict_proba`` alone
-    (the issue-3 measure) for comparison.
+    (the issue-3 measure) for comparison.  ``new_contexts=True`` keeps only the
+    first answer to each context (before ``limit``), so every answer brings a
+    context evqual has not indexed yet.
 
     Returns
     -------
@@ -125,6 +127,9 @@ def bench_score(data=None, model=None, *, limit: int | None = None, batch_repeat
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         examples = load_data(sample_path() if data is None else data).examples
+    if new_contexts:
+        seen: set = set()
+        examples = [e for e in examples if not (e.context in seen or seen.add(e.context))]
     if limit:
         examples = examples[:limit]
     scorer.score_batch(examples[:1])  # warm-up
@@ -146,6 +151,7 @@ def bench_score(data=None, model=None, *, limit: int | None = None, batch_repeat
         batch.append(time.perf_counter() - start)
     return {
         "responses": len(examples),
+        "new_contexts": bool(new_contexts),
         "ms_p50": round(float(np.percentile(ms, 50)), 3),
         "ms_p95": round(float(np.percentile(ms, 95)), 3),
         "ms_mean": round(float(ms.mean()), 3),

@@ -40,6 +40,8 @@ def main(argv=None) -> int:
     sc.add_argument("--model", default=None, help="model folder (default: models/default)")
     sc.add_argument("--json", required=True, help="where to write the result JSON")
     sc.add_argument("--limit", type=int, default=None, help="score only the first N responses")
+    sc.add_argument("--new-contexts", action="store_true",
+                    help="only the first answer to each context: every answer brings a context not indexed yet")
     st = sub.add_parser("stages", help="p50 time of each stage of scoring one answer (where the time goes)")
     st.add_argument("--data", default=None, help="dataset path (default: the embedded sample)")
     st.add_argument("--model", default=None, help="model folder (default: models/default)")
@@ -92,7 +94,7 @@ def main(argv=None) -> int:
     else:
         pin_one_core()
         if args.command == "score":
-            result = bench_score(args.data, args.model, limit=args.limit)
+            result = bench_score(args.data, args.model, limit=args.limit, new_contexts=args.new_contexts)
         elif args.command == "stages":
             result = bench_stages(args.data, args.model, limit=args.limit)
         elif args.command == "trees":

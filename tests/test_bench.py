@@ -1,4 +1,4 @@
-from evqual.bench import bench_featurize, peak_rss_mb, tokenize_floor
+from evqual.bench import bench_featurize, bench_score, peak_rss_mb, tokenize_floor
 from evqual.data import load_sample
 
 
@@ -46,3 +46,14 @@ def test_bench_trees_reports_a_difference(monkeypatch):
     real = models.hgb_proba
     monkeypatch.setattr(models, "hgb_proba", lambda est, X: np.nextafter(real(est, X), 2.0))
     assert bench_trees(rows=(2,), budget_s=0.0)["identical"] is False
+
+
+def test_bench_score_new_contexts_keeps_one_answer_per_context():
+    from evqual.data import load_data, sample_path
+
+    examples = load_data(sample_path()).examples
+    distinct = len({e.context for e in examples})
+    assert distinct < len(examples)  # the sample repeats contexts, so the option has something to drop
+    res = bench_score(new_contexts=True, batch_repeat=1)
+    assert res["new_contexts"] is True and res["responses"] == distinct
+    assert res["ms_p50"] > 0
