@@ -374,6 +374,41 @@ def build_parser() -> argparse.ArgumentParser:
     _add_limit_options(vf)
     vf.set_defaults(func=cmd_verify)
 
+    sv = sub.add_parser(
+        "serve", help="run evqual as an HTTP service (the server extra): /v1/score, /v1/verify, /v1/model, ...",
+        description=("Serve the model over HTTP (FastAPI and uvicorn; pip install -e \".[server]\"): POST /v1/score "
+                     "and /v1/verify take one item or {\"items\": [...]} and return what `evqual score` and "
+                     "`evqual verify` write for the same lines; GET /v1/model, /healthz, /readyz, /metrics "
+                     "(Prometheus) and /openapi.json. Listens on 127.0.0.1 unless --host says otherwise. Bearer-token "
+                     "authentication is on when $EVQUAL_API_TOKENS (comma-separated) or --tokens-file is set. Stops "
+                     "on Ctrl-C or SIGTERM after the requests in flight finish. Exit status 2 on usage errors."))
+    sv.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1: this machine only)")
+    sv.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    sv.add_argument("--workers", type=int, default=1, metavar="N",
+                    help="worker processes, each loading and auditing the model once (default 1; 0: every usable "
+                         "core; at most the usable cores)")
+    _add_model_options(sv, "model folder (default: the shipped models/default)")
+    sv.add_argument("--policy", metavar="FILE", help="decision policy TOML (default: the built-in policy)")
+    sv.add_argument("--audit-log", metavar="FILE",
+                    help="append one audit record per scored answer and refused item, with its request id")
+    sv.add_argument("--tokens-file", metavar="FILE",
+                    help="bearer tokens, one per line (# comments); with $EVQUAL_API_TOKENS, either turns auth on")
+    sv.add_argument("--max-body-bytes", type=int, default=8_000_000, metavar="N",
+                    help="larger request bodies get 413 (default 8000000)")
+    sv.add_argument("--max-batch", type=int, default=64, metavar="N", help="items per request, at most (64; more: 422)")
+    sv.add_argument("--request-timeout", type=float, default=30.0, metavar="S",
+                    help="seconds a request may wait and run; then 503 (default 30)")
+    sv.add_argument("--max-queue", type=int, default=64, metavar="N",
+                    help="requests waiting per worker, at most (64; more: 503 at once)")
+    sv.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
+                    help="allow this origin by CORS (repeatable; default: no CORS)")
+    sv.add_argument("--verify-backend", choices=("rules", "llm"), default="rules",
+                    help="backend of verification requests (default rules; llm reads $EVQUAL_LLM_*)")
+    sv.add_argument("--no-context", action="store_true", help="leave each answer's context out of its result")
+    sv.add_argument("--log-level", choices=("critical", "error", "warning", "info", "debug"), default="info",
+                    help="uvicorn's log level (default info)")
+    sv.set_defaults(func=cmd_serve)
+
     xp = sub.add_parser(
         "explain", help="write an auditor's report (HTML and/or markdown) of scored answers",
         description=("Render a self-contained report, one card per answer: risk, decision and the rule that "
@@ -837,6 +872,57 @@ def cmd_score(args) -> int:
     print(f"evqual score: {_count(n_ok, 'answer')} scored, {_count(n_bad, 'line')} failed"
           + (f"; wrote {args.out}" if args.out else ""), file=sys.stderr)
     return EXIT_DATA if n_bad else EXIT_OK
+
+
+def cmd_serve(args) -> int:
+    import os
+
+    from .errors import MissingDependencyError as _Missing
+    from .models import ModelLoadError
+    from .scoring import usable_cores
+
+    try:
+        from .service import TOKENS_ENV, ServeConfig, load_tokens, serve
+        import fastapi  # noqa: F401
+        import prometheus_client  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as exc:
+        missing = getattr(exc, "name", None) or "fastapi"
+        package = {"prometheus_client": "prometheus-client"}.get(missing, missing)
+        print(f"evqual serve: error: {_Missing('evqual serve', 'server', package)}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        tokens = load_tokens(env=os.environ.get(TOKENS_ENV), tokens_file=args.tokens_file)
+    except (OSError, ValueError) as exc:
+        print(f"evqual serve: error: tokens: {_why(exc) if isinstance(exc, OSError) else exc}", file=sys.stderr)
+        return EXIT_USAGE
+    cores = usable_cores()
+    workers = cores if args.workers == 0 else args.workers
+    if workers > cores:
+        print(f"evqual serve: warning: --workers {workers} capped at the {cores} usable cores", file=sys.stderr)
+        workers = cores
+    try:
+        config = ServeConfig(host=args.host, port=args.port, workers=workers, model=args.model,
+                             model_sha256=args.model_sha256, policy=args.policy, audit_log=args.audit_log,
+                             max_body_bytes=args.max_body_bytes, max_batch=args.max_batch,
+                             request_timeout=args.request_timeout, max_queue=args.max_queue,
+                             cors_origins=tuple(args.cors_origin), verify_backend=args.verify_backend,
+                             include_context=not args.no_context, tokens=tokens)
+    except ValueError as exc:
+        print(f"evqual serve: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if config.host not in ("127.0.0.1", "localhost", "::1") and not tokens:
+        print(f"evqual serve: warning: listening on {config.host} without authentication: set $EVQUAL_API_TOKENS "
+              "or --tokens-file", file=sys.stderr)
+    try:
+        serve(config, tokens_file=args.tokens_file, log_level=args.log_level)
+    except (ModelLoadError, _Missing) as exc:
+        print(f"evqual serve: error: cannot load model: {' '.join(str(exc).split())}", file=sys.stderr)
+        return EXIT_USAGE
+    except (OSError, ValueError) as exc:
+        print(f"evqual serve: error: {_why(exc) if isinstance(exc, OSError) else exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return 0
 
 
 def cmd_verify(args) -> int:

@@ -229,7 +229,7 @@ class AuditLog:
                 self._write_all(data)  # one write call per record
         return record
 
-    def write(self, result: ScoreResult, *, policy=None, input_sha256=None) -> dict:
+    def write(self, result: ScoreResult, *, policy=None, input_sha256=None, request_id=None) -> dict:
         """Append the record of one scored answer.
 
         Parameters
@@ -239,6 +239,9 @@ class AuditLog:
             The policy that decided, e.g. :meth:`evqual.scoring.Policy.to_dict`.
         input_sha256 : str, default=None
             The hash of the scored input (see :func:`input_sha256`).
+        request_id : str, default=None
+            The service request that scored it (``evqual serve``); the record gets a ``request_id`` key only
+            when it is given.
 
         Returns
         -------
@@ -282,9 +285,11 @@ class AuditLog:
             "input_sha256": input_sha256,
             "policy": policy,
         }
+        if request_id is not None:
+            record["request_id"] = str(request_id)
         return self._append(record)
 
-    def write_error(self, line_no, message, id=None) -> dict:
+    def write_error(self, line_no, message, id=None, request_id=None) -> dict:
         """Append the record of an input that could not be scored.
 
         Parameters
@@ -294,13 +299,18 @@ class AuditLog:
         message : str
         id : str, default=None
             The input's id, when it could be read.
+        request_id : str, default=None
+            The service request it came in (a ``request_id`` key only when given).
 
         Returns
         -------
         dict
             The record as written.
         """
-        return self._append({"time": _now(), "id": id, "line": line_no, "error": str(message)})
+        record = {"time": _now(), "id": id, "line": line_no, "error": str(message)}
+        if request_id is not None:
+            record["request_id"] = str(request_id)
+        return self._append(record)
 
 
 def read_audit_log(path) -> list:

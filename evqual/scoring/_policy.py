@@ -332,6 +332,44 @@ class Policy:
         return Decision(decision=decision, flagged=decision != "show", threshold=float(tau),
                         verify=decision == "escalate", sensitive=sensitive, rule=rule)
 
+    OVERRIDABLE = ("general_threshold", "sensitive_threshold", "regenerate_at", "abstain_at", "escalate_band",
+                   "escalate_sensitive", "escalate_reasons")
+    """The parameters :meth:`with_overrides` may change (every one but ``topics``)."""
+
+    def with_overrides(self, overrides: dict) -> "Policy":
+        """A validated copy with some of :attr:`OVERRIDABLE` changed (the topics kept, not copied).
+
+        ``overrides`` uses the names of :meth:`to_dict`: ``general_threshold`` may be ``"model"`` (the
+        model's threshold) and ``escalate_band`` a two-item list or ``None``.  Raises ValueError naming
+        an unknown key or an invalid value; ``self`` is never changed.
+
+        >>> Policy().with_overrides({"sensitive_threshold": 0.2, "escalate_band": None}).escalate_band is None
+        True
+        >>> Policy().with_overrides({"topics": {}})
+        Traceback (most recent call last):
+        ...
+        ValueError: unknown policy key 'topics' (allowed: general_threshold, sensitive_threshold, regenerate_at, \
+abstain_at, escalate_band, escalate_sensitive, escalate_reasons)
+        """
+        if not isinstance(overrides, dict):
+            raise ValueError(f"policy overrides must be an object; got {type(overrides).__name__}")
+        params = self.get_params()
+        for key, value in overrides.items():
+            if key not in self.OVERRIDABLE:
+                raise ValueError(f"unknown policy key {key!r} (allowed: {', '.join(self.OVERRIDABLE)})")
+            if key == "general_threshold" and value == "model":
+                value = None
+            elif key == "escalate_band" and isinstance(value, list):
+                value = tuple(value)
+            elif key == "escalate_reasons" and isinstance(value, list):
+                value = tuple(value)
+            params[key] = value
+        out = Policy(**params)
+        out._check()
+        if self.topics is None and getattr(self, "_default_tagger", None) is not None:
+            out._default_tagger = self._default_tagger  # share the warm tagger (its cache is thread-safe)
+        return out
+
     def to_dict(self, *, terms=False) -> dict:
         """A JSON-ready description of the policy, for audit records.
 

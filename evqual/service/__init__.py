@@ -1,0 +1,16 @@
+"""evqual as an HTTP service (``evqual serve``; the ``server`` extra: FastAPI, uvicorn, prometheus-client).
+
+A thin layer over :mod:`evqual.scoring`: ``POST /v1/score`` and ``POST /v1/verify`` take one item or
+``{"items": [...]}`` and return what ``evqual score`` / ``evqual verify`` write for the same lines;
+``GET /v1/model``, ``/healthz``, ``/readyz``, ``/metrics`` (Prometheus) and ``/openapi.json``.
+
+>>> ServeConfig().host
+'127.0.0.1'
+"""
+
+from ._app import SERVICE_ENDPOINTS, app_from_env, create_app
+from ._config import CONFIG_ENV, TOKENS_ENV, ServeConfig, load_tokens
+from ._run import serve
+
+__all__ = ["CONFIG_ENV", "SERVICE_ENDPOINTS", "ServeConfig", "TOKENS_ENV", "app_from_env", "create_app",
+           "load_tokens", "serve"]
