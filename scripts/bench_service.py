@@ -1,0 +1,273 @@
+"""Load benchmark of `evqual serve`: throughput and latency against in-process scoring of the same answers.
+
+    python scripts/bench_service.py --data ../shared/data/ragtruth --answers 400 --json docs/bench/service.json
+    python scripts/bench_service.py --data ../shared/data/ragtruth --soak 600 --workers 2 --concurrency 8 \\
+        --json docs/bench/service_soak.json            # a 10-minute soak with the server's RSS sampled
+
+For each ``--workers`` count a real ``evqual serve`` process is started on 127.0.0.1 (a free port) and,
+for each ``--concurrency`` C, C clients post the first ``--answers`` answers one per request
+(``POST /v1/score``, a single item each) as fast as the service answers; then it is stopped with SIGTERM.
+Reported per run: answers/s, p50 and p99 latency (client side, request sent to response read), and
+non-200 answers.  In-process scoring (``Scorer.score_batch([item])`` per answer, the Python API) of the
+same answers in this process is the baseline; ``overhead_p50_ms`` is the p50 at one worker and one client
+minus the in-process p50.
+
+The load generator is an asyncio driver on ``httpx.AsyncClient`` (a keep-alive connection per client),
+written here rather than locust: it needs no extra package beyond the server extra and httpx, times each
+request exactly, and its own cost per request is small (it runs on the same 2-core machine as the
+workers, which is reported).  The soak mode keeps C clients posting for ``--soak`` seconds and samples
+the resident memory of the server and its worker processes every ``--sample`` seconds.
+
+Each answer is warmed once before its timed pass (server and in-process alike), so contexts are
+indexed as in a service that has seen them, as ``bench.py score`` does.  Exit status 2 on usage errors
+or when the server cannot start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import warnings
+
+import numpy as np
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _items(data, n):
+    from evqual.data import load_data, sample_path
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        examples = load_data(sample_path() if data is None else data).examples[:n]
+    return [{"id": str(e.id), "query": e.query, "context": e.context, "output": e.output} for e in examples]
+
+
+def _rss_mb(pid: int) -> float:
+    """Resident memory of ``pid`` and its children, MB (Linux /proc)."""
+    total = 0
+    pids = [pid]
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as fh:
+            pids += [int(x) for x in fh.read().split()]
+    except OSError:
+        pass
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/status") as fh:
+                for line in fh:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+        except OSError:
+            pass
+    return total / 1024.0
+
+
+class _Service:
+    def __init__(self, workers: int, model=None):
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        cmd = [sys.executable, "-m", "evqual", "serve", "--port", str(self.port), "--workers", str(workers),
+               "--log-level", "warning", "--no-context", "--max-queue", "1024"]
+        if model:
+            cmd += ["--model", str(model)]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                     env={**os.environ, "EVQUAL_API_TOKENS": ""})
+
+    def wait_ready(self, timeout: float = 120.0):
+        import httpx
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"evqual serve exited: {self.proc.stderr.read()[-2000:]}")
+            try:
+                if httpx.get(self.url + "/readyz", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError(f"evqual serve not ready after {timeout:g} s")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+
+
+async def _drive(url, items, concurrency, *, duration=None, on_tick=None, tick=5.0):
+    """Post ``items`` (one per request) with ``concurrency`` clients; with ``duration``, cycle through them
+    until it has passed.  Returns ``(latencies_s, statuses, wall_s)``."""
+    import httpx
+
+    latencies, statuses = [], []
+    nxt = 0
+    t0 = time.perf_counter()
+    stop_at = None if duration is None else t0 + duration
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+
+    async def client(c):
+        nonlocal nxt
+        while True:
+            if stop_at is None:
+                if nxt >= len(items):
+                    return
+                item = items[nxt]
+            else:
+                if time.perf_counter() >= stop_at:
+                    return
+                item = items[nxt % len(items)]
+            nxt += 1
+            start = time.perf_counter()
+            try:
+                r = await c.post("/v1/score", json=item)
+                status = r.status_code
+            except httpx.HTTPError:
+                status = -1
+            latencies.append(time.perf_counter() - start)
+            statuses.append(status)
+
+    async def ticker():
+        while stop_at is not None and time.perf_counter() < stop_at:
+            await asyncio.sleep(tick)
+            on_tick(time.perf_counter() - t0)
+
+    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as c:
+        tasks = [client(c) for _ in range(concurrency)]
+        if on_tick is not None and duration is not None:
+            tasks.append(ticker())
+        await asyncio.gather(*tasks)
+    return latencies, statuses, time.perf_counter() - t0
+
+
+def _summary(latencies, statuses, wall):
+    ms = np.array(latencies) * 1000.0
+    ok = sum(1 for s in statuses if s == 200)
+    return {"requests": len(statuses), "errors": len(statuses) - ok, "answers_per_s": round(ok / wall, 1),
+            "p50_ms": round(float(np.percentile(ms, 50)), 2), "p99_ms": round(float(np.percentile(ms, 99)), 2)}
+
+
+def in_process(items, model=None) -> dict:
+    """Scoring each item alone in this process (``Scorer.score_batch([item])``), warmed once."""
+    from evqual.scoring import Scorer
+
+    scorer = Scorer.load(model)
+    for it in items:
+        scorer.score_batch([it])
+    times = []
+    for it in items:
+        t = time.perf_counter()
+        scorer.score_batch([it])
+        times.append(time.perf_counter() - t)
+    ms = np.array(times) * 1000.0
+    return {"answers": len(items), "answers_per_s": round(len(items) / float(np.sum(times)), 1),
+            "p50_ms": round(float(np.percentile(ms, 50)), 2), "p99_ms": round(float(np.percentile(ms, 99)), 2)}
+
+
+def bench(data=None, *, answers=400, workers=(1, 2), concurrency=(1, 8, 32), model=None) -> dict:
+    items = _items(data, answers)
+    out = {"answers": len(items), "cpu_count": os.cpu_count(), "in_process": in_process(items, model), "runs": []}
+    for w in workers:
+        svc = _Service(w, model)
+        try:
+            svc.wait_ready()
+            asyncio.run(_drive(svc.url, items, max(concurrency)))  # warm every worker on every answer
+            for c in concurrency:
+                lat, st, wall = asyncio.run(_drive(svc.url, items, c))
+                out["runs"].append({"workers": w, "concurrency": c, **_summary(lat, st, wall)})
+        finally:
+            svc.stop()
+    base = out["in_process"]["p50_ms"]
+    one = next((r for r in out["runs"] if r["workers"] == 1 and r["concurrency"] == 1), None)
+    out["overhead_p50_ms"] = round(one["p50_ms"] - base, 2) if one else None
+    ratios = {}
+    for c in concurrency:
+        r1 = next((r for r in out["runs"] if r["workers"] == 1 and r["concurrency"] == c), None)
+        r2 = next((r for r in out["runs"] if r["workers"] == 2 and r["concurrency"] == c), None)
+        if r1 and r2 and r1["answers_per_s"]:
+            ratios[str(c)] = round(r2["answers_per_s"] / r1["answers_per_s"], 2)
+    out["throughput_2_over_1"] = ratios
+    return out
+
+
+def soak(data=None, *, answers=400, workers=2, concurrency=8, seconds=600.0, sample=10.0, model=None) -> dict:
+    items = _items(data, answers)
+    svc = _Service(workers, model)
+    samples = []
+    try:
+        svc.wait_ready()
+        asyncio.run(_drive(svc.url, items, concurrency))  # warm
+        samples.append((0.0, _rss_mb(svc.proc.pid)))
+        lat, st, wall = asyncio.run(_drive(svc.url, items, concurrency, duration=seconds,
+                                           on_tick=lambda t: samples.append((round(t, 1), _rss_mb(svc.proc.pid))),
+                                           tick=sample))
+        samples.append((round(wall, 1), _rss_mb(svc.proc.pid)))
+    finally:
+        svc.stop()
+    rss = [r for _, r in samples]
+    half = len(rss) // 2
+    return {"workers": workers, "concurrency": concurrency, "seconds": round(wall, 1), **_summary(lat, st, wall),
+            "rss_mb_first": round(rss[0], 1), "rss_mb_last": round(rss[-1], 1), "rss_mb_max": round(max(rss), 1),
+            "rss_mb_second_half_growth": round(rss[-1] - rss[half], 1) if rss else None,
+            "samples": [[t, round(r, 1)] for t, r in samples]}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="load benchmark of evqual serve (see the module docstring); a full "
+                                             "run takes about 5-10 minutes, --soak S adds S seconds")
+    ap.add_argument("--data", default=None, help="dataset (default: the embedded sample)")
+    ap.add_argument("--answers", type=int, default=400, help="answers posted per run (default 400)")
+    ap.add_argument("--workers", default="1,2", help="worker counts (default 1,2)")
+    ap.add_argument("--concurrency", default="1,8,32", help="client counts (default 1,8,32)")
+    ap.add_argument("--model", default=None, help="model folder (default: the shipped model)")
+    ap.add_argument("--soak", type=float, default=None, metavar="S",
+                    help="instead: a soak of S seconds at the first --workers and --concurrency values")
+    ap.add_argument("--sample", type=float, default=10.0, help="soak: seconds between RSS samples (default 10)")
+    ap.add_argument("--json", default=None, help="also write the result here")
+    args = ap.parse_args(argv)
+    try:
+        workers = tuple(int(x) for x in args.workers.split(","))
+        conc = tuple(int(x) for x in args.concurrency.split(","))
+    except ValueError:
+        ap.error("--workers and --concurrency take comma-separated integers")
+    if args.answers < 1 or min(workers) < 1 or min(conc) < 1 or (args.soak is not None and args.soak <= 0):
+        ap.error("--answers, --workers, --concurrency and --soak must be positive")
+    try:
+        import httpx  # noqa: F401
+    except ImportError:
+        print("bench_service: needs httpx and the server extra: pip install -e \".[server,dev]\"", file=sys.stderr)
+        return 2
+    try:
+        if args.soak is not None:
+            res = soak(args.data, answers=args.answers, workers=workers[0], concurrency=conc[0], seconds=args.soak,
+                       sample=args.sample, model=args.model)
+        else:
+            res = bench(args.data, answers=args.answers, workers=workers, concurrency=conc, model=args.model)
+    except (RuntimeError, OSError, ValueError) as exc:
+        print(f"bench_service: {exc}", file=sys.stderr)
+        return 2
+    text = json.dumps(res, indent=2)
+    print(text)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
