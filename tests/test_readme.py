@@ -37,3 +37,23 @@ def test_the_production_snippet_runs_as_written(tmp_path):
 def test_the_verification_snippet_runs_as_written(tmp_path):
     proc = _run_snippet("## Verification behind the pre-filter", tmp_path)
     assert "REFUTED" in proc.stdout and "reject" in proc.stdout
+
+
+def test_the_langchain_snippet_runs_as_written(tmp_path):
+    import pytest
+
+    pytest.importorskip("langchain_core")
+    proc = _run_snippet("### Use from LangChain", tmp_path)
+    decision, routed = proc.stdout.strip().splitlines()
+    assert decision in ("warn", "regenerate", "abstain", "escalate")
+    assert routed in ("The bridge opened in 1952.", "Let me check the sources again.", "I can't say.")
+
+
+def test_the_llamaindex_snippet_runs_as_written(tmp_path):
+    import pytest
+
+    pytest.importorskip("llama_index.core")
+    proc = _run_snippet("### Use from LlamaIndex", tmp_path)
+    first, second = proc.stdout.strip().splitlines()
+    assert first.startswith("False ") and "evqual:" in first
+    assert second in ("show", "warn", "regenerate", "abstain", "escalate")
