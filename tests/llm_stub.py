@@ -135,10 +135,21 @@ class StubLLM:
         for k, v in (headers or {}).items():
             h.send_header(k, v)
         h.end_headers()
+        # the request stops counting as in flight before its last bytes go out: once the client has them it
+        # may send its next request, which must not find this one still counted (a race that made
+        # max_inflight exceed the client's limit on a busy machine)
+        self._leave(h)
         try:
             h.wfile.write(body)
         except OSError:  # the client gave up (timeout test)
             pass
+
+    def _leave(self, h):
+        with self._cond:
+            if getattr(h, "_evqual_inflight", False):
+                h._evqual_inflight = False
+                self.inflight -= 1
+                self._cond.notify_all()
 
     def _handle(self, h):
         length = int(h.headers.get("Content-Length", 0))
@@ -147,6 +158,7 @@ class StubLLM:
             self.requests.append({"body": body, "authorization": h.headers.get("Authorization"), "path": h.path})
             fault = self.faults.pop(0) if self.faults else self.always
             self.inflight += 1
+            h._evqual_inflight = True
             self.max_inflight = max(self.max_inflight, self.inflight)
             self._cond.notify_all()
             if self.hold:
@@ -154,8 +166,7 @@ class StubLLM:
         try:
             self._reply(h, body, fault)
         finally:
-            with self._cond:
-                self.inflight -= 1
+            self._leave(h)
 
     def _reply(self, h, body, fault):
         kind = fault[0] if fault else None

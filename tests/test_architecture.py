@@ -41,6 +41,7 @@ LAYERS = [
     {"engines"},
     {"verify"},
     {"evaluation"},
+    {"service", "integrations"},
     {"bench", "cli", "__main__"},
 ]
 LAYER_OF = {name: i for i, names in enumerate(LAYERS) for name in names}
