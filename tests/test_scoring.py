@@ -515,3 +515,22 @@ def test_a_non_english_answer_carries_a_warning(det):
                     output="The bridge opened in 1932.")
     assert [w["details"]["field"] for w in ctx.warnings] == ["context"]
     assert ScoreResult.from_json(fr.to_json()) == fr
+
+
+
+def test_every_missing_required_field_is_named_in_both_paths():
+    """issue 24: a line without context and output named only the first; the Python API says the same."""
+    import io
+
+    from evqual.data import iter_records
+    from evqual.scoring import as_scoring_example
+
+    stream = io.BytesIO(b'{"query": "q"}\n{"query": "q", "context": "c"}\n')
+    stream.name = "<test>"
+    rows = list(iter_records(stream))
+    assert [(i.code, i.field) for i in rows[0][2]] == [("E102", "context"), ("E102", "output")]
+    assert [(i.code, i.field) for i in rows[1][2]] == [("E102", "output")]
+    with pytest.raises(ValueError, match="missing required fields 'context' and 'output'"):
+        as_scoring_example({"query": "q"})
+    with pytest.raises(ValueError, match="missing required field 'output'$"):
+        as_scoring_example({"query": "q", "context": "c"})

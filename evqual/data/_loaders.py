@@ -703,6 +703,11 @@ def _generic_row(obj: dict, path: Path, line: int, col: _Collector, limits: Limi
     ``label_strings`` accepts "0"/"1"/"true"/"false" labels (table cells are text)."""
     where = where or f"{line}"
     _check_fields(obj, _GENERIC_FIELDS, col, path, line, names={"spans": spans_field})
+    missing = [key for key in ("context", "output") if key not in obj]
+    if missing:  # every missing required field named, not only the first
+        for key in missing:
+            col.add("E102", path, line, key, "required field is missing")
+        raise _RowError
     task = _get(obj, "task_type", (str,), col, path, line, required=False, nullable=True)
     # optional, as in the Python API (make_example): a missing or null query is derived from the task type
     query = _get(obj, "query", (str,), col, path, line, required=False, nullable=True)

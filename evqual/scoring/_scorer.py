@@ -108,9 +108,10 @@ def as_scoring_example(item, *, default_id: str = "0", limits=None):
     if not isinstance(item, dict):
         raise TypeError(f"expected an Example or a dict of score() arguments; got {type(item).__name__}")
     item, _ = split_extra(item)
-    for key in ("output", "context"):
-        if key not in item:
-            raise ValueError(f"missing required field {key!r}")
+    missing = [key for key in ("context", "output") if key not in item]
+    if missing:  # every missing field named at once, as the JSONL loader's E102 records do
+        raise ValueError(f"missing required field{'s' if len(missing) > 1 else ''} "
+                         f"{' and '.join(repr(k) for k in missing)}")
     output, context, query = item["output"], item["context"], item.get("query")
     if not isinstance(output, str):
         raise TypeError(f"output must be a string; got {type(output).__name__}")
