@@ -225,12 +225,25 @@ class ScoreResult:
         return [s.evidence for s in self.sentences if s.flagged and s.evidence is not None]
 
     def to_dict(self) -> dict:
-        """A JSON-ready dict (tuples become lists)."""
-        return asdict(self)
+        """A JSON-ready dict (tuples become lists); a verified answer also gets ``final_flagged``, the
+        cascade's verdict (:attr:`final_flagged`), after ``verification``."""
+        d = asdict(self)
+        if self.verification is not None:
+            d["final_flagged"] = self.final_flagged
+        return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "ScoreResult":
         d = dict(d)
+        final = d.pop("final_flagged", None)  # derived: checked against the verification, not stored
+        out = cls._from_fields(d)
+        if final is not None and (not isinstance(final, bool) or final != out.final_flagged):
+            raise ValueError(f"final_flagged {final!r} disagrees with the verification and flagged fields "
+                             f"(they give {out.final_flagged})")
+        return out
+
+    @classmethod
+    def _from_fields(cls, d: dict) -> "ScoreResult":
         known = {f.name for f in fields(cls)}
         unknown = set(d) - known
         if unknown:

@@ -534,3 +534,24 @@ def test_every_missing_required_field_is_named_in_both_paths():
         as_scoring_example({"query": "q"})
     with pytest.raises(ValueError, match="missing required field 'output'$"):
         as_scoring_example({"query": "q", "context": "c"})
+
+
+def test_verified_lines_carry_final_flagged_and_it_round_trips(tmp_path):
+    """issue 24: `evqual score --verify` lines lacked final_flagged (only the Python property had it)."""
+    in_path = tmp_path / "in.jsonl"
+    in_path.write_text(json.dumps({"id": "a", "query": "When did it open?", "context": ["It opened in 1937."],
+                                   "output": "It opened in 1952."}) + "\n", encoding="utf-8")
+    policy = tmp_path / "p.toml"
+    policy.write_text("[bands]\nescalate = [0.0, 1.0]\n", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    assert main(["score", str(in_path), "--out", str(out), "--policy", str(policy), "--verify", "claims",
+                 "--no-progress"]) == 0
+    line = json.loads(out.read_text(encoding="utf-8"))
+    assert line["verification"] is not None and line["final_flagged"] == bool(line["verification"]["flagged"])
+    back = ScoreResult.from_dict({k: v for k, v in line.items() if k != "line"})
+    assert back.final_flagged == line["final_flagged"] and back.to_dict()["final_flagged"] == line["final_flagged"]
+    with pytest.raises(ValueError, match="final_flagged"):
+        ScoreResult.from_dict({**{k: v for k, v in line.items() if k != "line"},
+                               "final_flagged": not line["final_flagged"]})
+    plain = ScoreResult(id="x", risk=0.1, flagged=False, decision="show", threshold=0.5).to_dict()
+    assert "final_flagged" not in plain  # unverified lines are unchanged
