@@ -297,7 +297,9 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--out", required=True, metavar="DIR", help="model folder to write, e.g. models/evqual")
     _add_fit_options(tr)
     tr.add_argument("--entity-backend", choices=ENTITY_BACKENDS, default="regex")
-    tr.add_argument("--metrics", metavar="FILE", help="a metrics.json to record in meta.json")
+    tr.add_argument("--metrics", metavar="IN_METRICS.json",
+                    help="input: an existing metrics.json (from `evqual evaluate`) whose figures are copied into the "
+                         "model's meta.json; it is read, never written")
     tr.add_argument("--validation-split", metavar="NAME", default="test",
                     help="draw the calibration/threshold part from rows of this split when present "
                          "(default: test, as cv5 does); otherwise 20%% of all sources")

@@ -76,7 +76,26 @@ def main(argv=None) -> int:
     tr.add_argument("--model", default=None, help="model folder (default: models/default)")
     tr.add_argument("--json", required=True, help="where to write the result JSON")
     args = ap.parse_args(argv)
+    out_dir = os.path.dirname(os.path.abspath(args.json))
+    if not os.path.isdir(out_dir):
+        print(f"bench.py: error: --json {args.json}: folder {out_dir} does not exist", file=sys.stderr)
+        return 2
+    if os.path.exists(args.json):
+        print(f"bench.py: note: {args.json} exists and will be overwritten when the benchmark ends", file=sys.stderr)
+    try:
+        result = _run(args)
+    except (ImportError, OSError, ValueError) as exc:  # a missing extra, unreadable data, a bad model: one line
+        print(f"bench.py {args.command}: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    with open(args.json, "w", encoding="utf-8") as fh:
+        json.dump(result, fh, indent=2)
+        fh.write("\n")
+    json.dump(result, sys.stdout, indent=2)
+    print()
+    return 0
 
+
+def _run(args) -> dict:
     from evqual.bench import (SIZE_CASES, bench_batch, bench_featurize, bench_fit, bench_score, bench_sizes,
                               bench_stages, bench_startup, bench_trees, pin_one_core)
 
@@ -101,12 +120,7 @@ def main(argv=None) -> int:
             result = bench_trees(args.model)
         else:
             result = bench_featurize(args.data, entity_backend=args.entity_backend, repeat=args.repeat)
-    with open(args.json, "w", encoding="utf-8") as fh:
-        json.dump(result, fh, indent=2)
-        fh.write("\n")
-    json.dump(result, sys.stdout, indent=2)
-    print()
-    return 0
+    return result
 
 
 if __name__ == "__main__":

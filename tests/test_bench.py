@@ -57,3 +57,22 @@ def test_bench_score_new_contexts_keeps_one_answer_per_context():
     res = bench_score(new_contexts=True, batch_repeat=1)
     assert res["new_contexts"] is True and res["responses"] == distinct
     assert res["ms_p50"] > 0
+
+
+def test_bench_script_errors_are_one_line_not_tracebacks(tmp_path):
+    """issue 24: `bench.py featurize --entity-backend spacy` without the extra ended in a traceback."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "bench.py"
+    hide_spacy = ("import sys, runpy; sys.modules['spacy'] = None; sys.argv = sys.argv[1:]; "
+                  "runpy.run_path(sys.argv[0], run_name='__main__')")
+    out = tmp_path / "b.json"
+    r = subprocess.run([sys.executable, "-c", hide_spacy, str(script), "featurize", "--entity-backend", "spacy",
+                        "--repeat", "1", "--json", str(out)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and 'evqual[ner]' in r.stderr
+    assert not out.exists()
+    r = subprocess.run([sys.executable, str(script), "featurize", "--json", str(tmp_path / "no" / "b.json")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and "does not exist" in r.stderr
