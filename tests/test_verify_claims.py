@@ -284,3 +284,31 @@ def test_a_negated_wrong_value_is_not_refuted(judge):
     plain, negated = judge.judge(["The bridge opened in 1932.", "The bridge did not open in 1932."], [[], []],
                                  chunks=CTX)
     assert plain.verdict == "REFUTED" and negated.verdict != "REFUTED"
+
+
+def test_building_the_verifier_is_not_the_first_answers_latency(monkeypatch):
+    """issue 24: the first answer's latency_ms included loading the claim model (0.5-1.4 s)."""
+    import time
+
+    from evqual.verify import make_verifier
+
+    for method in ("claims", "metarag"):
+        v = make_verifier(method)
+        if method == "claims":
+            real = v._parts
+
+            def slow_parts(real=real):
+                time.sleep(0.4)
+                return real()
+
+            monkeypatch.setattr(v, "_parts", slow_parts)
+        else:
+            real = v._mutator
+
+            def slow_mutator(real=real):
+                time.sleep(0.4)
+                return real()
+
+            monkeypatch.setattr(v, "_mutator", slow_mutator)
+        r = v.verify(context=["It opened in 1937."], output="It opened in 1952.", query="When did it open?")
+        assert r.error is None and r.latency_ms < 400, (method, r.latency_ms)

@@ -329,9 +329,9 @@ class MetaRAG:
         VerificationResult
             ``method="metarag"``, ``score = H``, ``factoids`` with their ``S_i``, spans and variants.
         """
-        t0 = time.perf_counter()
         self._check()
-        judge, mutator = self.judge, self._mutator()
+        judge, mutator = self.judge, self._mutator()  # built once, on the first answer: not part of its latency
+        t0 = time.perf_counter()
         backend = str(getattr(judge, "name", type(judge).__name__))
         fixed = None
         if topics is not None:  # the caller's topics are checked here: an unknown name is a caller's error

