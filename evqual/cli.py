@@ -362,7 +362,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "verification (claims with spans, verdicts SUPPORTED/REFUTED/NO_EVIDENCE, probabilities and "
                      "evidence; or MetaRAG factoids with their variants, answers and penalties), its score in "
                      "[0, 1] (the hallucination rate for claims, H for metarag), flagged and tier "
-                     "(accept/revise/reject), or an error record naming the line. Exit status 1 if any line "
+                     "(accept/revise/reject) and warnings (W001: the answer or context looks non-English), or an "
+                     "error record naming the line. Exit status 1 if any line "
                      "failed, 0 otherwise, 2 on usage errors."))
     vf.add_argument("input", metavar="IN.jsonl", nargs="?",
                     help="answers to verify; - reads generic JSONL from standard input (default: the RAGTruth "

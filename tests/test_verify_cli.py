@@ -211,3 +211,22 @@ def test_make_verifier_passes_the_retriever_on(method):
     """issue 11: `evqual verify --method metarag --retriever hybrid` used BM25 (the option was dropped)."""
     v = make_verifier(method, retriever="hybrid", k=2)
     assert (v.retriever, v.k) == ("hybrid", 2)
+
+
+def test_verify_lines_carry_the_input_warnings(tmp_path):
+    """issue 24: `evqual verify` gave no W001 for a German answer (`evqual score` did)."""
+    import json as _json
+
+    from evqual.cli import main as _main
+
+    src = tmp_path / "in.jsonl"
+    src.write_text(_json.dumps({"id": "de", "query": "Wann?", "context": ["Die Brücke wurde 1937 eröffnet."],
+                                "output": "Die Brücke wurde im Jahr 1952 eröffnet, und sie ist blau gestrichen "
+                                          "worden."}) + "\n" + _json.dumps({"id": "en", "query": "When?",
+                                "context": ["It opened in 1937."], "output": "It opened in 1937."}) + "\n",
+                   encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    assert _main(["verify", str(src), "--out", str(out), "--no-progress"]) in (0, 1)
+    de, en = [_json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
+    assert [w["code"] for w in de["warnings"]] == ["W001"] and de["warnings"][0]["details"]["field"] == "output"
+    assert en["warnings"] == []

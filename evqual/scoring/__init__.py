@@ -10,7 +10,7 @@ re-exported here.
 
 from ._audit import AuditLog, input_sha256, read_audit_log
 from ._policy import Decision, Policy, load_policy
-from ._scorer import Scorer, as_scoring_example
+from ._scorer import Scorer, as_scoring_example, input_warnings
 from ._stream import (
     StreamAborted,
     count_lines,
@@ -37,6 +37,7 @@ __all__ = [
     "score_file",
     "Scorer",
     "as_scoring_example",
+    "input_warnings",
     "DECISIONS",
     "Citation",
     "ModelInfo",

@@ -428,8 +428,8 @@ def _context_language_warning(sample: str):
     return language_warning(sample)
 
 
-def _warnings(ex) -> list:
-    """Conditions that make the score of ``ex`` less reliable.
+def input_warnings(ex) -> list:
+    """Conditions that make the score (or the verification) of the Example ``ex`` less reliable.
 
     ``W001`` (:func:`evqual.text.language_warning`): the answer, or else its
     context, looks non-English; evqual's features and checks are built for
@@ -448,6 +448,9 @@ def _warnings(ex) -> list:
             out.append(w)
             break
     return out
+
+
+_warnings = input_warnings
 
 
 def _sentence_of(offsets, pos: int, starts=None) -> int:

@@ -11,7 +11,7 @@ write does (:class:`evqual.scoring.StreamAborted`).
 from __future__ import annotations
 
 from ..data import iter_records, response_label
-from ..scoring import StreamAborted, dumps_line, error_record
+from ..scoring import StreamAborted, dumps_line, error_record, input_warnings
 
 __all__ = ["METHODS", "make_verifier", "verify_file"]
 
@@ -109,7 +109,7 @@ def verify_file(path, out, verifier, *, limits=None, progress=None) -> tuple:
                 result = {"method": getattr(verifier, "method", None), "score": None, "flagged": None,
                           "tier": None, "error": f"{type(exc).__name__}: {exc}"}
             label = response_label(ex)
-            record = {"line": line, "id": ex.id, **result, "label": label}
+            record = {"line": line, "id": ex.id, **result, "label": label, "warnings": input_warnings(ex)}
             if extra:
                 record["extra"] = extra
             if result.get("error") is None:
