@@ -771,6 +771,9 @@ def _input_file(arg, command):
     from .data import sample_path
 
     src = Path(arg) if arg else sample_path() / "response.jsonl"
+    if not arg:
+        print(f"evqual {command}: no input given: using the RAGTruth sample embedded in the package ({src}); "
+              "pass a file, or - for standard input", file=sys.stderr)
     if src.is_dir():
         src = src / "response.jsonl"
     if not src.is_file():

@@ -230,3 +230,11 @@ def test_verify_lines_carry_the_input_warnings(tmp_path):
     de, en = [_json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
     assert [w["code"] for w in de["warnings"]] == ["W001"] and de["warnings"][0]["details"]["field"] == "output"
     assert en["warnings"] == []
+
+
+def test_without_input_the_embedded_sample_is_announced(tmp_path, capsys):
+    """issue 24: `evqual verify` without input verified the embedded sample without saying so."""
+    from evqual.cli import main as _main
+
+    assert _main(["verify", "--out", str(tmp_path / "v.jsonl"), "--no-progress"]) in (0, 1)
+    assert "no input given: using the RAGTruth sample embedded in the package" in capsys.readouterr().err
