@@ -771,15 +771,20 @@ def _input_file(arg, command):
     from .data import sample_path
 
     src = Path(arg) if arg else sample_path() / "response.jsonl"
-    if not arg:
-        print(f"evqual {command}: no input given: using the RAGTruth sample embedded in the package ({src}); "
-              "pass a file, or - for standard input", file=sys.stderr)
     if src.is_dir():
         src = src / "response.jsonl"
     if not src.is_file():
         print(f"evqual {command}: error: {src}: file not found", file=sys.stderr)
         return None
     return src
+
+
+def _note_sample(args, command, src) -> None:
+    """Say on stderr that the run uses the embedded sample (called once everything is set up: an error
+    stays the only line a failed run prints)."""
+    if not args.input:
+        print(f"evqual {command}: no input given: using the RAGTruth sample embedded in the package ({src}); "
+              "pass a file, or - for standard input", file=sys.stderr)
 
 
 def cmd_score(args) -> int:
@@ -845,6 +850,7 @@ def cmd_score(args) -> int:
                     return EXIT_USAGE
             else:
                 out = sys.stdout
+            _note_sample(args, "score", src)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 try:
@@ -964,6 +970,7 @@ def cmd_verify(args) -> int:
                 return EXIT_USAGE
         else:
             out = sys.stdout
+        _note_sample(args, "verify", src)
         try:
             n_ok, n_bad = verify_file(src, out, verifier, limits=limits, progress=progress)
         except BaseException:
