@@ -110,56 +110,138 @@ class _Service:
                 self.proc.wait(timeout=10)
 
 
-async def _drive(url, items, concurrency, *, duration=None, on_tick=None, tick=5.0):
+class _RawConnection:
+    """A minimal HTTP/1.1 keep-alive client on asyncio streams, for the ``raw`` load generator.
+
+    It sends a POST with a pre-encoded JSON body and reads the status line, the headers and a
+    ``Content-Length`` body (what uvicorn answers with); anything else is an error of that request.
+    """
+
+    def __init__(self, host: str, port: int):
+        self.host, self.port = host, port
+        self.reader = self.writer = None
+
+    async def post(self, path: str, body: bytes):
+        """``(status, headers)`` of one request; the connection is reopened after an error."""
+        try:
+            if self.writer is None:
+                self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+            self.writer.write(b"POST %s HTTP/1.1\r\nHost: %s:%d\r\nContent-Type: application/json\r\n"
+                              b"Content-Length: %d\r\n\r\n%s" % (path.encode(), self.host.encode(), self.port,
+                                                                      len(body), body))
+            await self.writer.drain()
+            head = await self.reader.readuntil(b"\r\n\r\n")
+            lines = head.decode("latin-1").split("\r\n")
+            status = int(lines[0].split(" ", 2)[1])
+            headers = {}
+            for line in lines[1:]:
+                if ":" in line:
+                    k, v = line.split(":", 1)
+                    headers[k.strip().lower()] = v.strip()
+            if "content-length" not in headers:
+                raise ValueError("no Content-Length in the response")
+            await self.reader.readexactly(int(headers["content-length"]))
+            if headers.get("connection", "").lower() == "close":
+                await self.close()
+            return status, headers
+        except (OSError, ValueError, IndexError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+            await self.close()
+            return -1, {}
+
+    async def close(self):
+        if self.writer is not None:
+            self.writer.close()
+            try:
+                await self.writer.wait_closed()
+            except OSError:
+                pass
+        self.reader = self.writer = None
+
+
+def _server_ms(headers) -> tuple:
+    """``(app_ms, score_ms)`` from a ``Server-Timing`` header (``None`` where absent)."""
+    app = score = None
+    for part in headers.get("server-timing", "").split(","):
+        name, _, dur = part.strip().partition(";dur=")
+        try:
+            if name == "app":
+                app = float(dur)
+            elif name == "score":
+                score = float(dur)
+        except ValueError:
+            pass
+    return app, score
+
+
+async def _drive(url, items, concurrency, *, duration=None, on_tick=None, tick=5.0, client="raw"):
     """Post ``items`` (one per request) with ``concurrency`` clients; with ``duration``, cycle through them
-    until it has passed.  Returns ``(latencies_s, statuses, wall_s)``."""
+    until it has passed.  Returns ``(latencies_s, statuses, wall_s, server)``: ``server`` the
+    ``(app_ms, score_ms)`` of each answered request from its ``Server-Timing`` header."""
     import httpx
 
-    latencies, statuses = [], []
+    latencies, statuses, server = [], [], []
     nxt = 0
+    bodies = [json.dumps(it).encode("utf-8") for it in items]  # encoded once: the client's cost stays small
+    host, port = url.rsplit("/", 1)[1].rsplit(":", 1)
     t0 = time.perf_counter()
     stop_at = None if duration is None else t0 + duration
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
 
-    async def client(c):
+    async def one(post):
         nonlocal nxt
         while True:
             if stop_at is None:
                 if nxt >= len(items):
                     return
-                item = items[nxt]
+                body = bodies[nxt]
             else:
                 if time.perf_counter() >= stop_at:
                     return
-                item = items[nxt % len(items)]
+                body = bodies[nxt % len(items)]
             nxt += 1
             start = time.perf_counter()
-            try:
-                r = await c.post("/v1/score", json=item)
-                status = r.status_code
-            except httpx.HTTPError:
-                status = -1
+            status, headers = await post(body)
             latencies.append(time.perf_counter() - start)
             statuses.append(status)
+            if status == 200:
+                server.append(_server_ms(headers))
 
     async def ticker():
         while stop_at is not None and time.perf_counter() < stop_at:
             await asyncio.sleep(tick)
             on_tick(time.perf_counter() - t0)
 
-    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as c:
-        tasks = [client(c) for _ in range(concurrency)]
-        if on_tick is not None and duration is not None:
-            tasks.append(ticker())
-        await asyncio.gather(*tasks)
-    return latencies, statuses, time.perf_counter() - t0
+    extra = [ticker()] if on_tick is not None and duration is not None else []
+    if client == "raw":
+        conns = [_RawConnection(host, int(port)) for _ in range(concurrency)]
+        try:
+            await asyncio.gather(*(one(lambda b, c=c: c.post("/v1/score", b)) for c in conns), *extra)
+        finally:
+            for c in conns:
+                await c.close()
+    else:
+        async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as hc:
+            async def post(body):
+                try:
+                    r = await hc.post("/v1/score", content=body, headers={"Content-Type": "application/json"})
+                    return r.status_code, r.headers
+                except httpx.HTTPError:
+                    return -1, {}
+            await asyncio.gather(*(one(post) for _ in range(concurrency)), *extra)
+    return latencies, statuses, time.perf_counter() - t0, server
 
 
-def _summary(latencies, statuses, wall):
+def _summary(latencies, statuses, wall, server=()):
     ms = np.array(latencies) * 1000.0
     ok = sum(1 for s in statuses if s == 200)
-    return {"requests": len(statuses), "errors": len(statuses) - ok, "answers_per_s": round(ok / wall, 1),
-            "p50_ms": round(float(np.percentile(ms, 50)), 2), "p99_ms": round(float(np.percentile(ms, 99)), 2)}
+    out = {"requests": len(statuses), "errors": len(statuses) - ok, "answers_per_s": round(ok / wall, 1),
+           "p50_ms": round(float(np.percentile(ms, 50)), 2), "p99_ms": round(float(np.percentile(ms, 99)), 2)}
+    app = [a for a, _ in server if a is not None]
+    score = [s for _, s in server if s is not None]
+    if app and score:
+        out["server_app_p50_ms"] = round(float(np.percentile(app, 50)), 2)
+        out["server_score_p50_ms"] = round(float(np.percentile(score, 50)), 2)
+    return out
 
 
 def in_process(items, model=None) -> dict:
@@ -179,22 +261,33 @@ def in_process(items, model=None) -> dict:
             "p50_ms": round(float(np.percentile(ms, 50)), 2), "p99_ms": round(float(np.percentile(ms, 99)), 2)}
 
 
-def bench(data=None, *, answers=400, workers=(1, 2), concurrency=(1, 8, 32), model=None) -> dict:
+def bench(data=None, *, answers=400, workers=(1, 2), concurrency=(1, 8, 32), model=None, client="raw") -> dict:
     items = _items(data, answers)
-    out = {"answers": len(items), "cpu_count": os.cpu_count(), "in_process": in_process(items, model), "runs": []}
+    out = {"answers": len(items), "cpu_count": os.cpu_count(), "client": client,
+           "in_process": in_process(items, model), "runs": []}
     for w in workers:
         svc = _Service(w, model)
         try:
             svc.wait_ready()
-            asyncio.run(_drive(svc.url, items, max(concurrency)))  # warm every worker on every answer
+            asyncio.run(_drive(svc.url, items, max(concurrency), client=client))  # warm every worker on every answer
             for c in concurrency:
-                lat, st, wall = asyncio.run(_drive(svc.url, items, c))
-                out["runs"].append({"workers": w, "concurrency": c, **_summary(lat, st, wall)})
+                lat, st, wall, server = asyncio.run(_drive(svc.url, items, c, client=client))
+                out["runs"].append({"workers": w, "concurrency": c, **_summary(lat, st, wall, server)})
+            if w == workers[0] and client == "raw":  # what a Python caller on httpx sees, for comparison
+                lat, st, wall, server = asyncio.run(_drive(svc.url, items, 1, client="httpx"))
+                out["httpx_client_c1"] = {"workers": w, "concurrency": 1, **_summary(lat, st, wall, server)}
         finally:
             svc.stop()
     base = out["in_process"]["p50_ms"]
     one = next((r for r in out["runs"] if r["workers"] == 1 and r["concurrency"] == 1), None)
     out["overhead_p50_ms"] = round(one["p50_ms"] - base, 2) if one else None
+    if one and "server_app_p50_ms" in one:
+        # where it goes: the app around the scoring job (HTTP parsing in FastAPI, JSON, the thread hop), and
+        # the scoring job itself (score_file on the request's JSONL: records validated and written) against
+        # Scorer.score_batch; the rest of the client's p50 is uvicorn, the socket and the client
+        out["overhead_parts_p50_ms"] = {"scoring_job_over_in_process": round(one["server_score_p50_ms"] - base, 2),
+                                        "app_around_job": round(one["server_app_p50_ms"] - one["server_score_p50_ms"], 2),
+                                        "uvicorn_socket_client": round(one["p50_ms"] - one["server_app_p50_ms"], 2)}
     ratios = {}
     for c in concurrency:
         r1 = next((r for r in out["runs"] if r["workers"] == 1 and r["concurrency"] == c), None)
@@ -205,23 +298,25 @@ def bench(data=None, *, answers=400, workers=(1, 2), concurrency=(1, 8, 32), mod
     return out
 
 
-def soak(data=None, *, answers=400, workers=2, concurrency=8, seconds=600.0, sample=10.0, model=None) -> dict:
+def soak(data=None, *, answers=400, workers=2, concurrency=8, seconds=600.0, sample=10.0, model=None,
+         client="raw") -> dict:
     items = _items(data, answers)
     svc = _Service(workers, model)
     samples = []
     try:
         svc.wait_ready()
-        asyncio.run(_drive(svc.url, items, concurrency))  # warm
+        asyncio.run(_drive(svc.url, items, concurrency, client=client))  # warm
         samples.append((0.0, _rss_mb(svc.proc.pid)))
-        lat, st, wall = asyncio.run(_drive(svc.url, items, concurrency, duration=seconds,
-                                           on_tick=lambda t: samples.append((round(t, 1), _rss_mb(svc.proc.pid))),
-                                           tick=sample))
+        lat, st, wall, server = asyncio.run(_drive(
+            svc.url, items, concurrency, duration=seconds, client=client, tick=sample,
+            on_tick=lambda t: samples.append((round(t, 1), _rss_mb(svc.proc.pid)))))
         samples.append((round(wall, 1), _rss_mb(svc.proc.pid)))
     finally:
         svc.stop()
     rss = [r for _, r in samples]
     half = len(rss) // 2
-    return {"workers": workers, "concurrency": concurrency, "seconds": round(wall, 1), **_summary(lat, st, wall),
+    return {"workers": workers, "concurrency": concurrency, "seconds": round(wall, 1),
+            **_summary(lat, st, wall, server),
             "rss_mb_first": round(rss[0], 1), "rss_mb_last": round(rss[-1], 1), "rss_mb_max": round(max(rss), 1),
             "rss_mb_second_half_growth": round(rss[-1] - rss[half], 1) if rss else None,
             "samples": [[t, round(r, 1)] for t, r in samples]}
@@ -238,6 +333,8 @@ def main(argv=None) -> int:
     ap.add_argument("--soak", type=float, default=None, metavar="S",
                     help="instead: a soak of S seconds at the first --workers and --concurrency values")
     ap.add_argument("--sample", type=float, default=10.0, help="soak: seconds between RSS samples (default 10)")
+    ap.add_argument("--client", choices=("raw", "httpx"), default="raw",
+                    help="load generator: raw (asyncio streams, HTTP/1.1 keep-alive; default) or httpx")
     ap.add_argument("--json", default=None, help="also write the result here")
     args = ap.parse_args(argv)
     try:
@@ -255,9 +352,10 @@ def main(argv=None) -> int:
     try:
         if args.soak is not None:
             res = soak(args.data, answers=args.answers, workers=workers[0], concurrency=conc[0], seconds=args.soak,
-                       sample=args.sample, model=args.model)
+                       sample=args.sample, model=args.model, client=args.client)
         else:
-            res = bench(args.data, answers=args.answers, workers=workers, concurrency=conc, model=args.model)
+            res = bench(args.data, answers=args.answers, workers=workers, concurrency=conc, model=args.model,
+                        client=args.client)
     except (RuntimeError, OSError, ValueError) as exc:
         print(f"bench_service: {exc}", file=sys.stderr)
         return 2

@@ -29,6 +29,45 @@ def test_load_runs_against_in_process(tmp_path):
     assert [(x["workers"], x["concurrency"]) for x in res["runs"]] == [(1, 1), (1, 2)]
     assert all(x["errors"] == 0 and x["requests"] == 4 and x["p50_ms"] > 0 for x in res["runs"])
     assert res["overhead_p50_ms"] is not None
+    assert res["client"] == "raw" and res["httpx_client_c1"]["errors"] == 0
+    parts = res["overhead_parts_p50_ms"]  # from the Server-Timing header of every answer
+    assert set(parts) == {"scoring_job_over_in_process", "app_around_job", "uvicorn_socket_client"}
+    assert all(x["server_score_p50_ms"] <= x["server_app_p50_ms"] for x in res["runs"])
+
+
+def test_raw_client_reads_status_and_headers_and_recovers_from_a_dead_peer():
+    import asyncio
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_service", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+
+    async def main():
+        replies = [b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nServer-Timing: app;dur=1.5, score;dur=1.0\r\n\r\n{}",
+                   b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\n\r\n"]
+
+        async def handle(reader, writer):
+            head = await reader.readuntil(b"\r\n\r\n")
+            await reader.readexactly(int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0]))
+            writer.write(replies.pop(0))
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        conn = mod._RawConnection("127.0.0.1", port)
+        first = await asyncio.wait_for(conn.post("/v1/score", b"{}"), 10)
+        second = await asyncio.wait_for(conn.post("/v1/score", b"{}"), 10)  # the peer closed: an error
+        third = await asyncio.wait_for(conn.post("/v1/score", b"{}"), 10)  # a new connection
+        await conn.close()
+        server.close()
+        return first, second, third
+
+    (status, headers), (status2, _), (status3, headers3) = asyncio.run(main())
+    assert status == 200 and mod._server_ms(headers) == (1.5, 1.0)
+    assert status2 == -1
+    assert status3 == 503 and mod._server_ms(headers3) == (None, None)
 
 
 def test_soak_samples_rss(tmp_path):

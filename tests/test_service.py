@@ -120,6 +120,17 @@ def test_score_batch_keeps_order_and_gives_each_bad_item_its_error_record(served
     assert res[3]["extra"] == {"extra_field": [1, 2]}
 
 
+def test_server_timing_header_times_the_app_and_the_scoring_job(served):
+    client, _ = served
+    r = client.post("/v1/score", json=ITEM, headers=AUTH)
+    m = re.fullmatch(r"app;dur=([0-9.]+), score;dur=([0-9.]+)", r.headers["server-timing"])
+    assert m, r.headers["server-timing"]
+    app_ms, score_ms = float(m.group(1)), float(m.group(2))
+    assert 0 < score_ms <= app_ms
+    r = client.get("/v1/model", headers=AUTH)  # no scoring job: the app alone
+    assert re.fullmatch(r"app;dur=[0-9.]+", r.headers["server-timing"])
+
+
 def test_a_single_bad_item_is_422_with_its_error(served):
     client, _ = served
     r = client.post("/v1/score", json={"query": "q", "context": "c"}, headers=AUTH)

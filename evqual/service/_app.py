@@ -169,8 +169,10 @@ class _Service:
                 v = self._verifiers[method] = make_verifier(method, self.config.verify_backend)
             return v
 
-    async def run(self, fn, *args):
-        """``fn(deadline, *args)`` on the scoring thread; 503 when the queue is full or time runs out."""
+    async def run(self, fn, *args, state=None):
+        """``fn(deadline, *args)`` on the scoring thread; 503 when the queue is full or time runs out.
+
+        ``state`` (a request's ``state``) gets ``score_s``: the seconds ``fn`` ran on the scoring thread."""
         with self._waiting_lock:
             if self._waiting >= self.config.max_queue:
                 raise _Refused(503, f"busy: {self._waiting} requests are waiting (max_queue)",
@@ -179,7 +181,7 @@ class _Service:
         self.metrics.queue.inc()
         deadline = time.monotonic() + self.config.request_timeout
         try:
-            future = self._pool.submit(fn, deadline, *args)
+            future = self._pool.submit(_timed, state, fn, deadline, *args)
             try:
                 return await asyncio.wait_for(asyncio.wrap_future(future), timeout=self.config.request_timeout)
             except (asyncio.TimeoutError, _Timeout):
@@ -191,6 +193,23 @@ class _Service:
             with self._waiting_lock:
                 self._waiting -= 1
             self.metrics.queue.dec()
+
+
+def _timed(state, fn, *args):
+    start = time.perf_counter()
+    try:
+        return fn(*args)
+    finally:
+        if state is not None:
+            state.score_s = time.perf_counter() - start
+
+
+def _server_timing(total_s: float, score_s) -> str:
+    """The ``Server-Timing`` header (W3C): the whole request in the app, and the scoring job alone, ms."""
+    parts = [f"app;dur={total_s * 1000:.3f}"]
+    if score_s is not None:
+        parts.append(f"score;dur={score_s * 1000:.3f}")
+    return ", ".join(parts)
 
 
 def _items_jsonl(items) -> bytes:
@@ -355,9 +374,12 @@ def create_app(config: ServeConfig | None = None, *, scorer=None):
             if not service.ready:
                 status = 503
                 return error(503, "the model is not loaded yet", rid, {"Retry-After": "1"})
+            request.state.score_s = None
             payload = await handler(request, rid)
             status = 200
-            return JSONResponse(payload, headers={"X-Request-ID": rid})
+            response = JSONResponse(payload, headers={"X-Request-ID": rid})
+            response.headers["Server-Timing"] = _server_timing(time.perf_counter() - start, request.state.score_s)
+            return response
         except _Refused as exc:
             status = exc.status
             return error(exc.status, exc.message, rid, exc.headers)
@@ -392,7 +414,8 @@ def create_app(config: ServeConfig | None = None, *, scorer=None):
         verify = opts.get("verify")
         if verify is not None and verify not in ("claims", "metarag"):
             raise _Refused(422, f"verify must be 'claims', 'metarag' or null; got {verify!r}")
-        records = await service.run(lambda d: _score_job(service, d, items, policy, verify, rid))
+        records = await service.run(lambda d: _score_job(service, d, items, policy, verify, rid),
+                                    state=request.state)
         count(records, "score")
         if single:
             rec = records[0]
@@ -407,7 +430,7 @@ def create_app(config: ServeConfig | None = None, *, scorer=None):
         method = opts.get("method", "claims")
         if method not in ("claims", "metarag"):
             raise _Refused(422, f"method must be 'claims' or 'metarag'; got {method!r}")
-        records = await service.run(lambda d: _verify_job(service, d, items, method, rid))
+        records = await service.run(lambda d: _verify_job(service, d, items, method, rid), state=request.state)
         count(records, "verify")
         if single:
             return {"request_id": rid, "result": records[0]}
