@@ -214,7 +214,7 @@ def _add_verify_options(parser) -> None:
     parser.add_argument("--mutations", type=int, default=5, metavar="N",
                         help="metarag: N synonym and N antonym variants per factoid (default 5)")
     parser.add_argument("--tau", type=float, default=None, metavar="T",
-                        help="claims: a claim is SUPPORTED at probability >= T (default 0.75); metarag: flagged "
+                        help="claims: a claim is SUPPORTED at p_supported >= T (default 0.75); metarag: flagged "
                              "at H >= T (default topic-aware: 0.5, 0.3 for sensitive topics)")
     parser.add_argument("--retriever", choices=("sparse", "dense", "hybrid", "rrf"), default="sparse",
                         help="evidence per claim: BM25 (default), sentence embeddings (the embeddings extra), "
@@ -388,8 +388,9 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1: this machine only)")
     sv.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     sv.add_argument("--workers", type=int, default=1, metavar="N",
-                    help="worker processes, each loading and auditing the model once (default 1; 0: every usable "
-                         "core; at most the usable cores)")
+                    help="scoring workers: 1 (default) scores on a thread of the server process; N > 1 in N "
+                         "scoring processes fed from one queue, each loading and auditing the model once (0: every "
+                         "usable core; at most the usable cores)")
     _add_model_options(sv, "model folder (default: the shipped models/default)")
     sv.add_argument("--policy", metavar="FILE", help="decision policy TOML (default: the built-in policy)")
     sv.add_argument("--audit-log", metavar="FILE",
@@ -927,7 +928,7 @@ def cmd_serve(args) -> int:
         print(f"evqual serve: warning: listening on {config.host} without authentication: set $EVQUAL_API_TOKENS "
               "or --tokens-file", file=sys.stderr)
     try:
-        serve(config, tokens_file=args.tokens_file, log_level=args.log_level)
+        serve(config, log_level=args.log_level)
     except (ModelLoadError, _Missing) as exc:
         print(f"evqual serve: error: cannot load model: {' '.join(str(exc).split())}", file=sys.stderr)
         return EXIT_USAGE

@@ -7,16 +7,22 @@
 For each ``--workers`` count a real ``evqual serve`` process is started on 127.0.0.1 (a free port) and,
 for each ``--concurrency`` C, C clients post the first ``--answers`` answers one per request
 (``POST /v1/score``, a single item each) as fast as the service answers; then it is stopped with SIGTERM.
-Reported per run: answers/s, p50 and p99 latency (client side, request sent to response read), and
-non-200 answers.  In-process scoring (``Scorer.score_batch([item])`` per answer, the Python API) of the
-same answers in this process is the baseline; ``overhead_p50_ms`` is the p50 at one worker and one client
-minus the in-process p50.
+Reported per run: answers/s, p50 and p99 latency (client side, request sent to response read), non-200
+answers, and the server's own p50s from its ``Server-Timing`` header (the whole request in the app, and
+the scoring job).  In-process scoring (``Scorer.score_batch([item])`` per answer, the Python API) of the
+same answers in this process is the throughput baseline.  ``overhead_p50_ms`` is measured in pairs at one
+worker and one client (:func:`paired_overhead`): each answer scored in-process and sent to the service
+alternately, the median of the differences, split into the scoring job's extra cost (the request's
+JSONL validated and its lines written, as ``evqual score`` does), the app around the job, and the rest
+(uvicorn, the socket, the client).
 
-The load generator is an asyncio driver on ``httpx.AsyncClient`` (a keep-alive connection per client),
-written here rather than locust: it needs no extra package beyond the server extra and httpx, times each
-request exactly, and its own cost per request is small (it runs on the same 2-core machine as the
-workers, which is reported).  The soak mode keeps C clients posting for ``--soak`` seconds and samples
-the resident memory of the server and its worker processes every ``--sample`` seconds.
+The default load generator (``--client raw``) is an asyncio driver of its own: one HTTP/1.1 keep-alive
+connection per client on asyncio streams, the bodies encoded once.  It runs on the same 2-core machine
+as the service, so its own cost per request is charged to the service's latency; ``httpx.AsyncClient``
+costs about 1.5 ms more per 8 KB answer than this driver (measured: every run also reports an httpx
+client at one worker and one client, ``httpx_client_c1``), and locust more still.  ``--client httpx``
+drives every run with httpx.  The soak mode keeps C clients posting for ``--soak`` seconds and samples
+the resident memory of the server and its scoring processes every ``--sample`` seconds.
 
 Each answer is warmed once before its timed pass (server and in-process alike), so contexts are
 indexed as in a service that has seen them, as ``bench.py score`` does.  Exit status 2 on usage errors
@@ -59,10 +65,15 @@ def _rss_mb(pid: int) -> float:
     total = 0
     pids = [pid]
     try:
-        with open(f"/proc/{pid}/task/{pid}/children") as fh:
-            pids += [int(x) for x in fh.read().split()]
+        tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        pass
+        tasks = []
+    for task in tasks:  # children started by any thread (the scoring processes are started by one)
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as fh:
+                pids += [int(x) for x in fh.read().split()]
+        except OSError:
+            pass
     for p in pids:
         try:
             with open(f"/proc/{p}/status") as fh:
@@ -261,6 +272,54 @@ def in_process(items, model=None) -> dict:
             "p50_ms": round(float(np.percentile(ms, 50)), 2), "p99_ms": round(float(np.percentile(ms, 99)), 2)}
 
 
+def paired_overhead(url, items, model=None, *, rounds: int = 2) -> dict:
+    """The service's per-request overhead at one client, measured in pairs: for each answer (``rounds``
+    passes, both sides warmed), in-process scoring (``Scorer.score_batch([item])``) and one request to the
+    service, in alternating order, so both see the same moment of a shared machine.  ``overhead_p50_ms``
+    is the median of the per-answer differences; its parts come from the ``Server-Timing`` header."""
+    from evqual.scoring import Scorer
+
+    scorer = Scorer.load(model)
+    bodies = [json.dumps(it).encode("utf-8") for it in items]
+    host, port = url.rsplit("/", 1)[1].rsplit(":", 1)
+
+    async def run():
+        conn = _RawConnection(host, int(port))
+        local, remote, app, score = [], [], [], []
+        try:
+            for it, body in zip(items, bodies):  # warm both
+                scorer.score_batch([it])
+                await conn.post("/v1/score", body)
+            for r in range(rounds):
+                for i, (it, body) in enumerate(zip(items, bodies)):
+                    pair = {}
+                    for side in (("local", "remote") if (i + r) % 2 else ("remote", "local")):
+                        t = time.perf_counter()
+                        if side == "local":
+                            scorer.score_batch([it])
+                        else:
+                            status, headers = await conn.post("/v1/score", body)
+                            if status != 200:
+                                raise RuntimeError(f"the service answered {status}")
+                            a, s = _server_ms(headers)
+                        pair[side] = time.perf_counter() - t
+                    local.append(pair["local"] * 1000)
+                    remote.append(pair["remote"] * 1000)
+                    app.append(a)
+                    score.append(s)
+        finally:
+            await conn.close()
+        return np.array(local), np.array(remote), np.array(app, dtype=float), np.array(score, dtype=float)
+
+    local, remote, app, score = asyncio.run(run())
+    med = lambda x: round(float(np.median(x)), 2)  # noqa: E731
+    return {"pairs": len(local), "in_process_p50_ms": med(local), "service_p50_ms": med(remote),
+            "overhead_p50_ms": med(remote - local),
+            "parts_p50_ms": {"scoring_job_over_in_process": med(score - local),
+                             "app_around_job": med(app - score),
+                             "uvicorn_socket_client": med(remote - app)}}
+
+
 def bench(data=None, *, answers=400, workers=(1, 2), concurrency=(1, 8, 32), model=None, client="raw") -> dict:
     items = _items(data, answers)
     out = {"answers": len(items), "cpu_count": os.cpu_count(), "client": client,
@@ -273,21 +332,15 @@ def bench(data=None, *, answers=400, workers=(1, 2), concurrency=(1, 8, 32), mod
             for c in concurrency:
                 lat, st, wall, server = asyncio.run(_drive(svc.url, items, c, client=client))
                 out["runs"].append({"workers": w, "concurrency": c, **_summary(lat, st, wall, server)})
+            if w == 1:
+                out["paired_c1"] = paired_overhead(svc.url, items, model)
             if w == workers[0] and client == "raw":  # what a Python caller on httpx sees, for comparison
                 lat, st, wall, server = asyncio.run(_drive(svc.url, items, 1, client="httpx"))
                 out["httpx_client_c1"] = {"workers": w, "concurrency": 1, **_summary(lat, st, wall, server)}
         finally:
             svc.stop()
-    base = out["in_process"]["p50_ms"]
-    one = next((r for r in out["runs"] if r["workers"] == 1 and r["concurrency"] == 1), None)
-    out["overhead_p50_ms"] = round(one["p50_ms"] - base, 2) if one else None
-    if one and "server_app_p50_ms" in one:
-        # where it goes: the app around the scoring job (HTTP parsing in FastAPI, JSON, the thread hop), and
-        # the scoring job itself (score_file on the request's JSONL: records validated and written) against
-        # Scorer.score_batch; the rest of the client's p50 is uvicorn, the socket and the client
-        out["overhead_parts_p50_ms"] = {"scoring_job_over_in_process": round(one["server_score_p50_ms"] - base, 2),
-                                        "app_around_job": round(one["server_app_p50_ms"] - one["server_score_p50_ms"], 2),
-                                        "uvicorn_socket_client": round(one["p50_ms"] - one["server_app_p50_ms"], 2)}
+    paired = out.get("paired_c1")
+    out["overhead_p50_ms"] = paired["overhead_p50_ms"] if paired else None
     ratios = {}
     for c in concurrency:
         r1 = next((r for r in out["runs"] if r["workers"] == 1 and r["concurrency"] == c), None)

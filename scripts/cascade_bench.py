@@ -91,7 +91,7 @@ def run(data_path, *, n_splits=5, log=print):
             pf_ms = (time.perf_counter() - t) * 1000
             v = verifier.verify(query=ex.query, context=ex.context, output=ex.output, task_type=ex.task_type)
             spans = kept_spans(ex) or []
-            claims = [{"p": c.probability, "verdict": c.verdict,
+            claims = [{"p": c.p_supported, "verdict": c.verdict,
                        "label": int(any(s.start < c.end and c.start < s.end for s in spans))} for c in v.claims]
             p = preds.loc[ex.id]
             rows.append({"id": ex.id, "fold": int(fold), "task": ex.task_type, "label": int(p["label"]),

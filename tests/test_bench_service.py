@@ -30,7 +30,9 @@ def test_load_runs_against_in_process(tmp_path):
     assert all(x["errors"] == 0 and x["requests"] == 4 and x["p50_ms"] > 0 for x in res["runs"])
     assert res["overhead_p50_ms"] is not None
     assert res["client"] == "raw" and res["httpx_client_c1"]["errors"] == 0
-    parts = res["overhead_parts_p50_ms"]  # from the Server-Timing header of every answer
+    paired = res["paired_c1"]  # in-process and service, answer by answer
+    assert paired["pairs"] == 8 and paired["overhead_p50_ms"] == res["overhead_p50_ms"]
+    parts = paired["parts_p50_ms"]  # from the Server-Timing header of every answer
     assert set(parts) == {"scoring_job_over_in_process", "app_around_job", "uvicorn_socket_client"}
     assert all(x["server_score_p50_ms"] <= x["server_app_p50_ms"] for x in res["runs"])
 

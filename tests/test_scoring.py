@@ -383,6 +383,22 @@ _sentences = st.lists(st.builds(
                                  entity_backend=_text)))
 def test_json_round_trip_property(result):
     assert ScoreResult.from_json(result.to_json()) == result
+    import dataclasses
+
+    # to_dict's own conversion (faster than dataclasses.asdict) gives what asdict gives, types and all
+    assert result.to_dict() == dataclasses.asdict(result)
+    assert repr(result.to_dict()) == repr(dataclasses.asdict(result))
+
+
+def test_to_dict_copies_mutable_fields():
+    r = ScoreResult(id="a", risk=0.1, flagged=False, decision="show", threshold=0.5,
+                    extra={"tags": ["x"], "meta": {"k": [1]}}, verification={"claims": [{"verdict": "SUPPORTED"}]})
+    d = r.to_dict()
+    d["extra"]["tags"].append("y")
+    d["extra"]["meta"]["k"].append(2)
+    d["verification"]["claims"][0]["verdict"] = "REFUTED"
+    assert r.extra == {"tags": ["x"], "meta": {"k": [1]}}
+    assert r.verification["claims"][0]["verdict"] == "SUPPORTED"
 
 
 def test_response_level_method_points_at_the_sentence_with_most_gaps():

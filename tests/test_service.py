@@ -321,11 +321,32 @@ def test_service_is_healthy_after_the_fuzz(served):
 
 # ------------------------------------------------------------------------------------------------ shutdown
 
-def test_sigterm_during_load_loses_no_audit_record(tmp_path):
-    """`evqual serve` in its own process; SIGTERM while clients post; every answer a client got is in the
-    audit log, every audit line is whole."""
+def _children(pid: int) -> set:
+    """Child processes of ``pid``, started by any of its threads (Linux /proc)."""
+    out = set()
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as fh:
+                out.update(int(x) for x in fh.read().split())
+        except OSError:
+            pass
+    return out
+
+
+@pytest.mark.parametrize("workers,group", [(1, False), (2, False), (2, True)])
+def test_sigterm_during_load_loses_no_audit_record(tmp_path, workers, group):
+    """`evqual serve` in its own process; SIGTERM while clients post (to the server, or to its whole process
+    group as a supervisor may send it); every answer a client got is in the audit log, every audit line is
+    whole; with two workers, the scoring processes are gone after."""
+    if workers > 1 and not sys.platform.startswith("linux"):
+        pytest.skip("reads /proc")
     audit = tmp_path / "audit.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "evqual", "serve", "--port", "0", "--audit-log", str(audit)],
+    proc = subprocess.Popen([sys.executable, "-m", "evqual", "serve", "--port", "0", "--audit-log", str(audit),
+                             "--workers", str(workers)], start_new_session=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, "EVQUAL_API_TOKENS": ""})
     try:
@@ -360,7 +381,11 @@ def test_sigterm_during_load_loses_no_audit_record(tmp_path):
         t0 = time.monotonic()
         while len(ok) < 3 and time.monotonic() - t0 < 60:
             time.sleep(0.05)
-        proc.send_signal(signal.SIGTERM)
+        scoring = _children(proc.pid)
+        if group:
+            os.killpg(proc.pid, signal.SIGTERM)
+        else:
+            proc.send_signal(signal.SIGTERM)
         stop.set()
         for t in threads:
             t.join(timeout=60)
@@ -368,6 +393,12 @@ def test_sigterm_during_load_loses_no_audit_record(tmp_path):
         assert proc.wait(timeout=60) in (0, -signal.SIGTERM)
         rest = proc.stdout.read()
         assert "Finished server process" in rest, rest
+        if workers > 1:
+            assert len(scoring) >= workers
+            deadline = time.monotonic() + 30
+            while any(os.path.exists(f"/proc/{p}") for p in scoring) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert not any(os.path.exists(f"/proc/{p}") for p in scoring), "a scoring process outlived the server"
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -378,6 +409,29 @@ def test_sigterm_during_load_loses_no_audit_record(tmp_path):
     for body in ok:
         for res in body["results"]:
             assert (body["request_id"], res["id"]) in logged
+
+
+def test_a_killed_scoring_process_costs_one_503_and_the_pool_is_restarted(scorer):
+    """workers=2: the scoring processes are shared by every connection; SIGKILL one of them (as the OOM
+    killer would), and requests after the 503 are scored again."""
+    cfg = ServeConfig(workers=2, request_timeout=120)
+    with _Server(create_app(cfg, scorer=scorer)) as srv, httpx.Client(base_url=srv.url, timeout=120) as client:
+        assert client.post("/v1/score", json=ITEM).status_code == 200
+        service = srv.server.config.app.state.service
+        pids = _children(os.getpid()) & set(service._pool._processes)
+        assert len(pids) == 2
+        os.kill(next(iter(pids)), signal.SIGKILL)
+        statuses = []
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(statuses) < 20:
+            r = client.post("/v1/score", json=ITEM)
+            statuses.append(r.status_code)
+            if r.status_code == 200:
+                break
+            assert r.status_code == 503 and "restarted" in r.json()["error"], r.text
+        assert statuses[-1] == 200, statuses
+        assert set(service._pool._processes).isdisjoint(pids)  # a new pool
+        assert client.get("/readyz").status_code == 200
 
 
 # ------------------------------------------------------------------------------------------------ config, CLI

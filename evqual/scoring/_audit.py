@@ -375,7 +375,7 @@ def _verification_record(v):
     items = []
     for c in v.get("claims") or ():
         items.append({"start": c.get("start"), "end": c.get("end"), "verdict": c.get("verdict"),
-                      "probability": c.get("probability"), "reason": _reason_code(c.get("reason")),
+                      "p_supported": c.get("p_supported", c.get("probability")), "reason": _reason_code(c.get("reason")),
                       "evidence_chunks": [e.get("chunk") for e in c.get("evidence") or ()]})
     for f in v.get("factoids") or ():
         items.append({"start": f.get("start"), "end": f.get("end"), "score": f.get("score"),

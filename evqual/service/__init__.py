@@ -8,9 +8,8 @@ A thin layer over :mod:`evqual.scoring`: ``POST /v1/score`` and ``POST /v1/verif
 '127.0.0.1'
 """
 
-from ._app import SERVICE_ENDPOINTS, app_from_env, create_app
-from ._config import CONFIG_ENV, TOKENS_ENV, ServeConfig, load_tokens
+from ._app import SERVICE_ENDPOINTS, create_app
+from ._config import TOKENS_ENV, ServeConfig, load_tokens
 from ._run import serve
 
-__all__ = ["CONFIG_ENV", "SERVICE_ENDPOINTS", "ServeConfig", "TOKENS_ENV", "app_from_env", "create_app",
-           "load_tokens", "serve"]
+__all__ = ["SERVICE_ENDPOINTS", "ServeConfig", "TOKENS_ENV", "create_app", "load_tokens", "serve"]

@@ -6,11 +6,13 @@ JSONL and go through :func:`evqual.scoring.score_file` (or
 record are exactly what ``evqual score`` (``evqual verify``) writes for the
 same line, with the item's position as its ``line``.
 
-Scoring is CPU-bound: it runs on one thread per worker process, off the event
-loop, so ``/healthz`` and ``/readyz`` answer while a batch is scored; at most
-``max_queue`` requests wait for that thread (more get 503 at once), and a
-request past ``request_timeout`` gets 503 (the blocks scored before are in
-the audit log, and the rest are not scored).
+Scoring is CPU-bound: it runs off the event loop, on one scoring thread with
+one worker, in a pool of scoring processes with several (each loads and
+audits the model once), so ``/healthz`` and ``/readyz`` answer while a batch
+is scored.  Requests wait in one queue for the next free worker: at most
+``max_queue`` of them (more get 503 at once), and a request past
+``request_timeout`` gets 503 (the blocks scored before are in the audit log,
+and the rest are not scored).
 """
 
 
@@ -27,9 +29,9 @@ import time
 import uuid
 
 from ..errors import MissingDependencyError
-from ._config import TOKENS_ENV, ServeConfig, load_tokens
+from ._config import ServeConfig
 
-__all__ = ["create_app", "app_from_env", "SERVICE_ENDPOINTS"]
+__all__ = ["create_app", "SERVICE_ENDPOINTS"]
 
 SERVICE_ENDPOINTS = ("/v1/score", "/v1/verify", "/v1/model", "/healthz", "/readyz", "/metrics", "/openapi.json")
 """Every path the service answers."""
@@ -73,14 +75,14 @@ class _RequestAudit:
 
 
 class _Metrics:
-    """Prometheus metrics of one app (its own registry; the multiprocess collector with several workers)."""
+    """Prometheus metrics of one app, in its own registry (every request passes through the one server
+    process, so its counters cover every scoring worker)."""
 
     def __init__(self, model_info):
         pc = _require("prometheus_client", "prometheus-client")
         self.pc = pc
-        self.multiprocess = bool(os.environ.get("PROMETHEUS_MULTIPROC_DIR"))
         self.registry = pc.CollectorRegistry()
-        kw = {"registry": None if self.multiprocess else self.registry}
+        kw = {"registry": self.registry}
         self.requests = pc.Counter("evqual_requests", "HTTP requests by endpoint and status",
                                    ["endpoint", "status"], **kw)
         self.latency = pc.Histogram("evqual_request_seconds", "Request latency by endpoint", ["endpoint"],
@@ -89,63 +91,192 @@ class _Metrics:
         self.decisions = pc.Counter("evqual_decisions", "Scored answers by decision", ["decision"], **kw)
         self.errors = pc.Counter("evqual_item_errors", "Items refused or failed, by error code", ["code"], **kw)
         self.answers = pc.Counter("evqual_answers", "Answers scored or verified", ["endpoint"], **kw)
-        info_kw = dict(kw, multiprocess_mode="max") if self.multiprocess else kw
         self.model = pc.Gauge("evqual_model_info", "The loaded model (value 1)",
-                              ["name", "method", "version", "sha256"], **info_kw)
+                              ["name", "method", "version", "sha256"], **kw)
         self.model.labels(model_info.name, model_info.method, model_info.version, model_info.sha256).set(1)
-        self.queue = pc.Gauge("evqual_queue_depth", "Requests waiting for or holding the scoring thread",
-                              **(dict(kw, multiprocess_mode="livesum") if self.multiprocess else kw))
+        self.queue = pc.Gauge("evqual_queue_depth", "Requests waiting for or holding a scoring worker", **kw)
 
     def render(self) -> tuple:
-        pc = self.pc
-        if self.multiprocess:
-            from prometheus_client import multiprocess
+        return self.pc.generate_latest(self.registry), self.pc.CONTENT_TYPE_LATEST
 
-            registry = pc.CollectorRegistry()
-            multiprocess.MultiProcessCollector(registry)
-        else:
-            registry = self.registry
-        return pc.generate_latest(registry), pc.CONTENT_TYPE_LATEST
+
+class _Worker:
+    """What scores: the scorer, the verifiers (made on first use), the audit log.  One in the service's
+    process with one worker; one in each scoring process with several."""
+
+    def __init__(self, config: ServeConfig, scorer=None):
+        from ..scoring import AuditLog, Policy, Scorer, load_policy
+
+        self.config = config
+        if scorer is None:
+            from ..models import default_model_path, load_detector
+
+            policy = load_policy(config.policy) if config.policy else Policy()
+            det = load_detector(config.model or default_model_path(), sha256=config.model_sha256)
+            scorer = Scorer(det, policy=policy)
+        if scorer.policy is None:
+            scorer.policy = Policy()
+        self.scorer = scorer
+        self.audit = AuditLog(config.audit_log) if config.audit_log else None
+        self._verifiers: dict = {}
+        self._verifier_lock = threading.Lock()
+
+    def verifier(self, method: str):
+        from ..verify import make_verifier
+
+        with self._verifier_lock:
+            v = self._verifiers.get(method)
+            if v is None:
+                v = self._verifiers[method] = make_verifier(method, self.config.verify_backend)
+            return v
+
+    def close(self):
+        if self.audit is not None:
+            self.audit.close()
+
+
+def _run_job(worker: _Worker, kind: str, deadline: float, data: bytes, opts: dict, request_id: str):
+    """``(output lines, seconds)`` of one request's items (``data``: their JSONL); ``kind`` ``"score"`` or
+    ``"verify"``."""
+    start = time.perf_counter()
+    if kind == "score":
+        lines = _score_job(worker, deadline, data, opts.get("policy"), opts.get("verify"), request_id)
+    else:
+        lines = _verify_job(worker, deadline, data, opts.get("method", "claims"), request_id)
+    return lines, time.perf_counter() - start
+
+
+_CHILD: _Worker | None = None  # the worker of a scoring process
+_CHILD_STATE = {"busy": False, "stop": False}
+
+
+def _exit_soon(delay: float = 0.5) -> None:
+    def later():
+        time.sleep(delay)  # the job's result is on its way to the service by then
+        os._exit(0)
+
+    threading.Thread(target=later, daemon=True).start()
+
+
+def _child_sigterm(signum, frame) -> None:
+    """SIGTERM in a scoring process: exit now when idle, after the job in hand (its audit records written and
+    its result sent) when busy.  (The service stops its pool without signals; a SIGTERM comes from a
+    supervisor signalling the whole process group, or from the pool ending a broken pool's processes.)"""
+    if _CHILD_STATE["busy"]:
+        _CHILD_STATE["stop"] = True
+    else:
+        os._exit(0)
+
+
+def _child_init(config_json: str) -> None:
+    """Initializer of a scoring process: load and audit the model once; leave SIGINT to the service's
+    process (it finishes the requests in flight, then shuts the pool down); exit if that process is gone."""
+    import signal
+
+    global _CHILD
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _child_sigterm)
+    parent = os.getppid()
+
+    def watch():
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent:
+                os._exit(0)
+
+    threading.Thread(target=watch, daemon=True, name="evqual-parent-watch").start()
+    _CHILD = _Worker(ServeConfig.from_env(config_json))
+
+
+def _child_job(kind, deadline, data, opts, request_id):
+    _CHILD_STATE["busy"] = True
+    try:
+        return _run_job(_CHILD, kind, deadline, data, opts, request_id)
+    finally:
+        _CHILD_STATE["busy"] = False
+        if _CHILD_STATE["stop"]:
+            _exit_soon()
+
+
+def _child_ping(delay: float) -> int:
+    time.sleep(delay)
+    return os.getpid()
 
 
 class _Service:
-    """The state of one worker: the scorer, the verifiers, the audit log, the scoring thread, metrics."""
+    """The state of the service: its worker(s), the queue of requests, metrics, auth.
+
+    With ``workers == 1`` scoring runs on one thread of this process; with more, in a pool of that many
+    scoring processes, each loading and auditing the model once.  Either way requests wait in one queue,
+    so a busy worker never holds requests another could take (uvicorn's own worker processes each keep
+    the keep-alive connections they accepted: a burst of new connections can all land on one)."""
 
     def __init__(self, config: ServeConfig, scorer=None):
         self.config = config
         self.scorer = scorer
-        self.audit = None
+        self.worker = None
         self.metrics = None
         self.ready = False
         self.tokens = tuple(t.encode("utf-8") for t in config.tokens)
-        self._verifiers: dict = {}
-        self._verifier_lock = threading.Lock()
-        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="evqual-score")
+        self._pool = None  # the scoring processes (workers > 1)
+        self._pool_lock = threading.Lock()
+        self._thread = (concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="evqual-score")
+                        if config.workers == 1 else None)  # the scoring thread (workers == 1)
         self._waiting = 0
         self._waiting_lock = threading.Lock()
 
+    @property
+    def audit(self):
+        return self.worker.audit if self.worker is not None else None
+
     # ------------------------------------------------------------------ life
     def start(self):
-        from ..scoring import AuditLog, Policy, Scorer, load_policy
+        if self.config.workers == 1:
+            self.worker = _Worker(self.config, self.scorer)
+            self.scorer = self.worker.scorer
+        else:
+            if self.scorer is None:
+                from ..models import default_model_path, load_detector
+                from ..scoring import Policy, Scorer, load_policy
 
-        if self.scorer is None:
-            from ..models import load_detector, default_model_path
+                policy = load_policy(self.config.policy) if self.config.policy else Policy()
+                det = load_detector(self.config.model or default_model_path(), sha256=self.config.model_sha256)
+                self.scorer = Scorer(det, policy=policy)  # for /v1/model and policy overrides
+            if self.scorer.policy is None:
+                from ..scoring import Policy
 
-            policy = load_policy(self.config.policy) if self.config.policy else Policy()
-            det = load_detector(self.config.model or default_model_path(), sha256=self.config.model_sha256)
-            self.scorer = Scorer(det, policy=policy)
-        if self.scorer.policy is None:
-            self.scorer.policy = Policy()
-        if self.config.audit_log:
-            self.audit = AuditLog(self.config.audit_log)
+                self.scorer.policy = Policy()
+            self._pool = self._new_pool()
         self.metrics = _Metrics(self.scorer.model_info)
         self.ready = True
 
+    def _new_pool(self):
+        """A pool of ``workers`` scoring processes, every one up (model loaded and audited) on return."""
+        import multiprocessing
+
+        pool = concurrent.futures.ProcessPoolExecutor(
+            max_workers=self.config.workers, mp_context=multiprocessing.get_context("spawn"),
+            initializer=_child_init, initargs=(self.config.to_env(),))
+        try:
+            pids = set()
+            deadline = time.monotonic() + 300
+            while len(pids) < self.config.workers:  # each ping keeps a process busy, so the next spawns one
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"only {len(pids)} of {self.config.workers} scoring processes started")
+                futures = [pool.submit(_child_ping, 0.2) for _ in range(self.config.workers)]
+                pids.update(f.result(timeout=300) for f in futures)
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        return pool
+
     def stop(self):
         self.ready = False
-        self._pool.shutdown(wait=True)  # a request still being scored finishes, and its audit records with it
-        if self.audit is not None:
-            self.audit.close()
+        for pool in (self._thread, self._pool):
+            if pool is not None:
+                pool.shutdown(wait=True)  # requests being scored finish, and their audit records with them
+        if self.worker is not None:
+            self.worker.close()
 
     # ------------------------------------------------------------------ auth
     def authorised(self, header: str | None) -> bool:
@@ -160,19 +291,24 @@ class _Service:
         return ok
 
     # ------------------------------------------------------------------ work
-    def verifier(self, method: str):
-        from ..verify import make_verifier
+    def _submit(self, kind, deadline, data, opts, request_id):
+        if self._pool is None:
+            return asyncio.get_running_loop().run_in_executor(self._thread, _run_job, self.worker, kind, deadline,
+                                                              data, opts, request_id)
+        with self._pool_lock:
+            return asyncio.wrap_future(self._pool.submit(_child_job, kind, deadline, data, opts, request_id))
 
-        with self._verifier_lock:
-            v = self._verifiers.get(method)
-            if v is None:
-                v = self._verifiers[method] = make_verifier(method, self.config.verify_backend)
-            return v
+    def _renew_pool(self, broken):
+        """Replace a pool a scoring process died in (by the OOM killer, a signal): later requests go on."""
+        with self._pool_lock:
+            if broken is not None and self._pool is broken:
+                broken.shutdown(wait=False, cancel_futures=True)
+                self._pool = self._new_pool()
 
-    async def run(self, fn, *args, state=None):
-        """``fn(deadline, *args)`` on the scoring thread; 503 when the queue is full or time runs out.
-
-        ``state`` (a request's ``state``) gets ``score_s``: the seconds ``fn`` ran on the scoring thread."""
+    async def run(self, kind: str, items, opts: dict, request_id: str, *, state=None):
+        """The output lines of a request's items, scored or verified by a worker; 503 when the queue is full,
+        time runs out or a scoring process died.  ``state`` (a request's ``state``) gets ``score_s``: the
+        seconds the job ran in the worker."""
         with self._waiting_lock:
             if self._waiting >= self.config.max_queue:
                 raise _Refused(503, f"busy: {self._waiting} requests are waiting (max_queue)",
@@ -180,28 +316,28 @@ class _Service:
             self._waiting += 1
         self.metrics.queue.inc()
         deadline = time.monotonic() + self.config.request_timeout
+        pool = self._pool
         try:
-            future = self._pool.submit(_timed, state, fn, deadline, *args)
+            data = _items_jsonl(items)
             try:
-                return await asyncio.wait_for(asyncio.wrap_future(future), timeout=self.config.request_timeout)
-            except (asyncio.TimeoutError, _Timeout):
-                future.cancel()  # not started yet: never runs; started: stops at its next block
+                future = self._submit(kind, deadline, data, opts, request_id)
+                lines, seconds = await asyncio.wait_for(future, timeout=self.config.request_timeout)
+            except (asyncio.TimeoutError, _Timeout):  # wait_for cancelled the job: never runs if not started
+                # (a started job stops at its next block: the deadline is passed to it)
                 raise _Refused(503, f"the request took longer than {self.config.request_timeout:g} s "
                                     "(request_timeout); answers scored before the limit are in the audit log",
                                {"Retry-After": "1"}) from None
+            except concurrent.futures.BrokenExecutor:
+                await asyncio.get_running_loop().run_in_executor(None, self._renew_pool, pool)
+                raise _Refused(503, "a scoring process died while this request waited or ran; the pool was "
+                                    "restarted: retry", {"Retry-After": "1"}) from None
+            if state is not None:
+                state.score_s = seconds
+            return lines
         finally:
             with self._waiting_lock:
                 self._waiting -= 1
             self.metrics.queue.dec()
-
-
-def _timed(state, fn, *args):
-    start = time.perf_counter()
-    try:
-        return fn(*args)
-    finally:
-        if state is not None:
-            state.score_s = time.perf_counter() - start
 
 
 def _server_timing(total_s: float, score_s) -> str:
@@ -226,25 +362,28 @@ def _stream(data: bytes, request_id: str):
     return s
 
 
-def _score_job(service: _Service, deadline: float, items, policy, verify, request_id):
+def _score_job(worker: _Worker, deadline: float, data: bytes, policy, verify, request_id) -> list:
+    """The lines ``evqual score`` writes for the JSONL ``data`` (``policy``: validated overrides, or None)."""
     from ..scoring import Scorer, score_file
 
-    scorer = service.scorer
+    scorer = worker.scorer
+    policy = scorer.policy.with_overrides(policy) if policy is not None else None
     if verify is not None:
-        scorer = Scorer(scorer.detector, policy=scorer.policy, verifier=service.verifier(verify))
+        scorer = Scorer(scorer.detector, policy=scorer.policy, verifier=worker.verifier(verify))
     out = io.StringIO()
-    audit = _RequestAudit(service.audit, request_id) if service.audit is not None else None
+    audit = _RequestAudit(worker.audit, request_id) if worker.audit is not None else None
 
     def progress(_done):
         if time.monotonic() > deadline:
             raise _Timeout()
 
-    score_file(_stream(_items_jsonl(items), request_id), out, scorer, policy=policy, audit=audit,
-               progress=progress, batch_size=_BATCH_SIZE, include_context=service.config.include_context)
-    return [json.loads(line) for line in out.getvalue().splitlines()]
+    score_file(_stream(data, request_id), out, scorer, policy=policy, audit=audit,
+               progress=progress, batch_size=_BATCH_SIZE, include_context=worker.config.include_context)
+    return out.getvalue().splitlines()
 
 
-def _verify_job(service: _Service, deadline: float, items, method, request_id):
+def _verify_job(worker: _Worker, deadline: float, data: bytes, method, request_id) -> list:
+    """The lines ``evqual verify`` writes for the JSONL ``data``."""
     from ..verify import verify_file
 
     out = io.StringIO()
@@ -253,8 +392,17 @@ def _verify_job(service: _Service, deadline: float, items, method, request_id):
         if time.monotonic() > deadline:
             raise _Timeout()
 
-    verify_file(_stream(_items_jsonl(items), request_id), out, service.verifier(method), progress=progress)
-    return [json.loads(line) for line in out.getvalue().splitlines()]
+    verify_file(_stream(data, request_id), out, worker.verifier(method), progress=progress)
+    return out.getvalue().splitlines()
+
+
+def _envelope(request_id: str, lines: list, single: bool) -> bytes:
+    """``{"request_id": ..., "result": line}`` (or ``"results": [lines]``) as JSON bytes, each line (strict
+    JSON, as :func:`evqual.scoring.dumps_line` writes it) put in as it is."""
+    head = '{"request_id": ' + json.dumps(request_id)
+    if single:
+        return (head + ', "result": ' + lines[0] + "}").encode("utf-8")
+    return (head + ', "results": [' + ", ".join(lines) + "]}").encode("utf-8")
 
 
 def _reject_constant(name):
@@ -377,7 +525,10 @@ def create_app(config: ServeConfig | None = None, *, scorer=None):
             request.state.score_s = None
             payload = await handler(request, rid)
             status = 200
-            response = JSONResponse(payload, headers={"X-Request-ID": rid})
+            if isinstance(payload, bytes):  # the result lines as written, not parsed and encoded again
+                response = Response(payload, media_type="application/json", headers={"X-Request-ID": rid})
+            else:
+                response = JSONResponse(payload, headers={"X-Request-ID": rid})
             response.headers["Server-Timing"] = _server_timing(time.perf_counter() - start, request.state.score_s)
             return response
         except _Refused as exc:
@@ -405,24 +556,21 @@ def create_app(config: ServeConfig | None = None, *, scorer=None):
     async def score_handler(request, rid):
         body = _parse_body(await read_body(request))
         items, single, opts = _split_request(body, config, ("policy", "verify"))
-        policy = None
-        if opts.get("policy") is not None:
+        policy = opts.get("policy")
+        if policy is not None:
             try:
-                policy = service.scorer.policy.with_overrides(opts["policy"])
+                service.scorer.policy.with_overrides(policy)  # checked here: a bad override is the request's 422
             except ValueError as exc:
                 raise _Refused(422, f"policy: {exc}") from None
         verify = opts.get("verify")
         if verify is not None and verify not in ("claims", "metarag"):
             raise _Refused(422, f"verify must be 'claims', 'metarag' or null; got {verify!r}")
-        records = await service.run(lambda d: _score_job(service, d, items, policy, verify, rid),
-                                    state=request.state)
+        lines = await service.run("score", items, {"policy": policy, "verify": verify}, rid, state=request.state)
+        records = [json.loads(line) for line in lines]
         count(records, "score")
-        if single:
-            rec = records[0]
-            if "risk" not in rec:
-                raise _Refused(422, rec.get("error") or "the item could not be scored")
-            return {"request_id": rid, "result": rec}
-        return {"request_id": rid, "results": records}
+        if single and "risk" not in records[0]:
+            raise _Refused(422, records[0].get("error") or "the item could not be scored")
+        return _envelope(rid, lines, single)
 
     async def verify_handler(request, rid):
         body = _parse_body(await read_body(request))
@@ -430,11 +578,10 @@ def create_app(config: ServeConfig | None = None, *, scorer=None):
         method = opts.get("method", "claims")
         if method not in ("claims", "metarag"):
             raise _Refused(422, f"method must be 'claims' or 'metarag'; got {method!r}")
-        records = await service.run(lambda d: _verify_job(service, d, items, method, rid), state=request.state)
+        lines = await service.run("verify", items, {"method": method}, rid, state=request.state)
+        records = [json.loads(line) for line in lines]
         count(records, "verify")
-        if single:
-            return {"request_id": rid, "result": records[0]}
-        return {"request_id": rid, "results": records}
+        return _envelope(rid, lines, single)
 
     async def model_handler(request, rid):
         info = service.scorer.model_info
@@ -482,16 +629,3 @@ def create_app(config: ServeConfig | None = None, *, scorer=None):
         return Response(data, media_type=ctype)
 
     return app
-
-
-def app_from_env():
-    """The app of a worker process of ``evqual serve --workers N``: its configuration from
-    ``$EVQUAL_SERVE_CONFIG``, its tokens from ``$EVQUAL_API_TOKENS`` and the configured tokens file."""
-    from ._config import CONFIG_ENV
-
-    text = os.environ.get(CONFIG_ENV)
-    if not text:
-        raise RuntimeError(f"${CONFIG_ENV} is not set: start the service with `evqual serve`")
-    d = json.loads(text)
-    tokens = load_tokens(env=os.environ.get(TOKENS_ENV), tokens_file=d.pop("tokens_file", None))
-    return create_app(ServeConfig(**{**d, "cors_origins": tuple(d.get("cors_origins", ()))}, tokens=tokens))

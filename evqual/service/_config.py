@@ -8,13 +8,10 @@ import math
 import os
 from pathlib import Path
 
-__all__ = ["ServeConfig", "TOKENS_ENV", "CONFIG_ENV", "load_tokens"]
+__all__ = ["ServeConfig", "TOKENS_ENV", "load_tokens"]
 
 TOKENS_ENV = "EVQUAL_API_TOKENS"
 """Comma-separated bearer tokens; when set (or ``--tokens-file`` is given), every ``/v1`` endpoint needs one."""
-
-CONFIG_ENV = "EVQUAL_SERVE_CONFIG"
-"""How ``evqual serve --workers N`` hands its configuration to the worker processes (JSON, no tokens)."""
 
 _MIN_TOKEN = 16
 
@@ -65,7 +62,8 @@ class ServeConfig:
         Interface to listen on; the default takes no connection from other machines.
     port : int, default=8000
     workers : int, default=1
-        Worker processes, each loading and auditing the model once (at most the usable cores).
+        Scoring workers: 1 scores on a thread of the server's process; more score in that many
+        processes fed from one queue, each loading and auditing the model once.
     model : str or None
         Model folder (default: the shipped ``models/default``).
     model_sha256 : str or None
@@ -82,7 +80,7 @@ class ServeConfig:
         Seconds a request may wait and run; past it the service answers 503 (items scored before the
         limit are in the audit log).
     max_queue : int, default=64
-        Requests waiting for a scoring slot of one worker, at most (more: 503 at once).
+        Requests waiting for or holding a scoring worker, at most (more: 503 at once).
     cors_origins : tuple of str, default=()
         Origins allowed by CORS; none by default (no CORS headers at all).
     verify_backend : {"rules", "llm"}, default="rules"
@@ -90,7 +88,7 @@ class ServeConfig:
     include_context : bool, default=True
         Echo each answer's context in its result, as ``evqual score`` does.
     tokens : tuple of str
-        Bearer tokens; empty means no authentication.  Never written to :data:`CONFIG_ENV`.
+        Bearer tokens; empty means no authentication.  Never handed to the scoring processes.
 
     Examples
     --------
@@ -144,8 +142,7 @@ class ServeConfig:
                 object.__setattr__(self, name, os.fspath(value))
 
     def to_env(self) -> str:
-        """This configuration as JSON for :data:`CONFIG_ENV`, without the tokens (workers read those from
-        ``$EVQUAL_API_TOKENS``, which ``evqual serve`` sets for them)."""
+        """This configuration as JSON, without the tokens: what a scoring process is started with."""
         d = dataclasses.asdict(self)
         d.pop("tokens")
         return json.dumps(d)

@@ -149,14 +149,17 @@ class ClaimResult:
     """One claim of an answer and its verdict.
 
     ``start``/``end`` are character offsets in the answer; ``triple`` is the
-    (subject, verb, object) of the spaCy backend or ``None``.
+    (subject, verb, object) of the spaCy backend or ``None``.  ``p_supported`` is
+    the judge's probability that the claim is *supported* by the evidence, whatever
+    the verdict: a ``REFUTED`` claim with ``p_supported`` 0.9 is one a
+    contradiction check refuted although its words are well covered.
     """
 
     start: int
     end: int
     text: str
     verdict: str
-    probability: float
+    p_supported: float
     evidence: list = field(default_factory=list)
     reason: str | None = None
     triple: list | None = None
@@ -164,13 +167,16 @@ class ClaimResult:
 
 @dataclass
 class Variant:
-    """One mutated factoid, the verifier's answer and its Table 1 penalty."""
+    """One mutated factoid, the verifier's answer and its Table 1 penalty.
+
+    ``p_supported`` is the judge's probability that the variant is supported by the
+    evidence (``None`` when the judge answers YES / NO / NOT SURE directly)."""
 
     kind: str
     text: str
     answer: str
     penalty: float
-    probability: float | None = None
+    p_supported: float | None = None
 
 
 @dataclass
