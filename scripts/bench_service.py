@@ -19,8 +19,8 @@ JSONL validated and its lines written, as ``evqual score`` does), the app around
 The default load generator (``--client raw``) is an asyncio driver of its own: one HTTP/1.1 keep-alive
 connection per client on asyncio streams, the bodies encoded once.  It runs on the same 2-core machine
 as the service, so its own cost per request is charged to the service's latency; ``httpx.AsyncClient``
-costs about 1.5 ms more per 8 KB answer than this driver (measured: every run also reports an httpx
-client at one worker and one client, ``httpx_client_c1``), and locust more still.  ``--client httpx``
+cost 0.4-0.9 ms more per 8 KB answer than this driver in our runs (every run reports an httpx client at
+one worker and one client, ``httpx_client_c1``, for comparison), and locust, a Python client too, more.  ``--client httpx``
 drives every run with httpx.  The soak mode keeps C clients posting for ``--soak`` seconds and samples
 the resident memory of the server and its scoring processes every ``--sample`` seconds.
 

@@ -418,9 +418,14 @@ def test_a_killed_scoring_process_costs_one_503_and_the_pool_is_restarted(scorer
     with _Server(create_app(cfg, scorer=scorer)) as srv, httpx.Client(base_url=srv.url, timeout=120) as client:
         assert client.post("/v1/score", json=ITEM).status_code == 200
         service = srv.server.config.app.state.service
-        pids = _children(os.getpid()) & set(service._pool._processes)
+
+        def scoring_pids():
+            return {p for lane in service._lanes for p in lane._processes}
+
+        pids = _children(os.getpid()) & scoring_pids()
         assert len(pids) == 2
-        os.kill(next(iter(pids)), signal.SIGKILL)
+        (victim,) = service._lanes[service._lane_for([ITEM])]._processes  # the process ITEM's context goes to
+        os.kill(victim, signal.SIGKILL)
         statuses = []
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and len(statuses) < 20:
@@ -430,8 +435,31 @@ def test_a_killed_scoring_process_costs_one_503_and_the_pool_is_restarted(scorer
                 break
             assert r.status_code == 503 and "restarted" in r.json()["error"], r.text
         assert statuses[-1] == 200, statuses
-        assert set(service._pool._processes).isdisjoint(pids)  # a new pool
+        assert len(scoring_pids()) == 2 and scoring_pids() & pids == pids - {victim}  # the dead one replaced
         assert client.get("/readyz").status_code == 200
+
+
+def test_a_context_goes_to_one_scoring_process_unless_it_is_busier(scorer):
+    """workers=2: answers to one context are scored where that context is indexed already; a lane with two
+    requests more in hand than another gives the next request away."""
+    cfg = ServeConfig(workers=2, request_timeout=120)
+    app = create_app(cfg, scorer=scorer)
+    with _Server(app) as srv:
+        service = app.state.service
+        items = [{"context": [f"Passage {k} about the bridge, which opened in 193{k}."], "output": "It opened."}
+                 for k in range(12)]
+        lanes = [service._lane_for([it]) for it in items]
+        assert set(lanes) == {0, 1}  # twelve contexts spread over both
+        assert all(service._lane_for([it]) == lane for it, lane in zip(items, lanes))  # and stay there
+        preferred = lanes[0]
+        service._in_flight[preferred] = 2
+        assert service._lane_for([items[0]]) == 1 - preferred
+        service._in_flight[preferred] = 1
+        assert service._lane_for([items[0]]) == preferred
+        service._in_flight[preferred] = 0
+        with httpx.Client(base_url=srv.url, timeout=120) as client:
+            assert all(client.post("/v1/score", json=it).status_code == 200 for it in items[:4])
+        assert service._in_flight == [0, 0]
 
 
 # ------------------------------------------------------------------------------------------------ config, CLI

@@ -206,10 +206,12 @@ def _child_ping(delay: float) -> int:
 class _Service:
     """The state of the service: its worker(s), the queue of requests, metrics, auth.
 
-    With ``workers == 1`` scoring runs on one thread of this process; with more, in a pool of that many
-    scoring processes, each loading and auditing the model once.  Either way requests wait in one queue,
-    so a busy worker never holds requests another could take (uvicorn's own worker processes each keep
-    the keep-alive connections they accepted: a burst of new connections can all land on one)."""
+    With ``workers == 1`` scoring runs on one thread of this process; with more, in that many scoring
+    processes, each loading and auditing the model once.  Every request passes through this process, which
+    picks its scoring process: the one its context hashes to (where that context is indexed already when
+    another answer to it came before), or the least busy one when that one has two requests more in hand.
+    (uvicorn's own worker processes would each keep the keep-alive connections they accepted: a burst of
+    new connections can all land on one, and a context's answers on all of them.)"""
 
     def __init__(self, config: ServeConfig, scorer=None):
         self.config = config
@@ -218,7 +220,8 @@ class _Service:
         self.metrics = None
         self.ready = False
         self.tokens = tuple(t.encode("utf-8") for t in config.tokens)
-        self._pool = None  # the scoring processes (workers > 1)
+        self._lanes: list = []  # one single-process pool per scoring process (workers > 1)
+        self._in_flight: list = []  # requests submitted to each lane and not yet answered
         self._pool_lock = threading.Lock()
         self._thread = (concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="evqual-score")
                         if config.workers == 1 else None)  # the scoring thread (workers == 1)
@@ -246,33 +249,45 @@ class _Service:
                 from ..scoring import Policy
 
                 self.scorer.policy = Policy()
-            self._pool = self._new_pool()
+            self._lanes = self._new_lanes(self.config.workers)
+            self._in_flight = [0] * len(self._lanes)
         self.metrics = _Metrics(self.scorer.model_info)
         self.ready = True
 
-    def _new_pool(self):
-        """A pool of ``workers`` scoring processes, every one up (model loaded and audited) on return."""
+    def _new_lanes(self, n: int) -> list:
+        """``n`` scoring processes, each a pool of one (its own queue: requests for one context go to the
+        process whose caches hold that context), every one up (model loaded and audited) on return."""
         import multiprocessing
 
-        pool = concurrent.futures.ProcessPoolExecutor(
-            max_workers=self.config.workers, mp_context=multiprocessing.get_context("spawn"),
-            initializer=_child_init, initargs=(self.config.to_env(),))
+        lanes = [concurrent.futures.ProcessPoolExecutor(
+            max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_child_init,
+            initargs=(self.config.to_env(),)) for _ in range(n)]
         try:
-            pids = set()
-            deadline = time.monotonic() + 300
-            while len(pids) < self.config.workers:  # each ping keeps a process busy, so the next spawns one
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"only {len(pids)} of {self.config.workers} scoring processes started")
-                futures = [pool.submit(_child_ping, 0.2) for _ in range(self.config.workers)]
-                pids.update(f.result(timeout=300) for f in futures)
+            for f in [lane.submit(_child_ping, 0.0) for lane in lanes]:
+                f.result(timeout=300)
         except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
+            for lane in lanes:
+                lane.shutdown(wait=False, cancel_futures=True)
             raise
-        return pool
+        return lanes
+
+    def _lane_for(self, items) -> int:
+        """The lane of a request: the one its first item's context hashes to (the context is indexed there
+        already when another answer to it came before), unless that lane has two requests more in hand than
+        the least busy one, which then takes it."""
+        first = items[0] if items else None
+        ctx = first.get("context") if isinstance(first, dict) else None
+        try:
+            key = ctx if isinstance(ctx, str) else json.dumps(ctx, sort_keys=True, default=str)
+        except (TypeError, ValueError, RecursionError):
+            key = ""
+        preferred = hash(key) % len(self._lanes)
+        least = min(range(len(self._lanes)), key=self._in_flight.__getitem__)
+        return least if self._in_flight[preferred] >= self._in_flight[least] + 2 else preferred
 
     def stop(self):
         self.ready = False
-        for pool in (self._thread, self._pool):
+        for pool in (self._thread, *self._lanes):
             if pool is not None:
                 pool.shutdown(wait=True)  # requests being scored finish, and their audit records with them
         if self.worker is not None:
@@ -291,19 +306,20 @@ class _Service:
         return ok
 
     # ------------------------------------------------------------------ work
-    def _submit(self, kind, deadline, data, opts, request_id):
-        if self._pool is None:
+    def _submit(self, lane, kind, deadline, data, opts, request_id):
+        if lane is None:
             return asyncio.get_running_loop().run_in_executor(self._thread, _run_job, self.worker, kind, deadline,
                                                               data, opts, request_id)
         with self._pool_lock:
-            return asyncio.wrap_future(self._pool.submit(_child_job, kind, deadline, data, opts, request_id))
+            pool = self._lanes[lane]
+        return asyncio.wrap_future(pool.submit(_child_job, kind, deadline, data, opts, request_id))
 
-    def _renew_pool(self, broken):
-        """Replace a pool a scoring process died in (by the OOM killer, a signal): later requests go on."""
+    def _renew_lane(self, lane: int, broken):
+        """Replace a lane whose scoring process died (by the OOM killer, a signal): later requests go on."""
         with self._pool_lock:
-            if broken is not None and self._pool is broken:
+            if self._lanes[lane] is broken:
                 broken.shutdown(wait=False, cancel_futures=True)
-                self._pool = self._new_pool()
+                self._lanes[lane] = self._new_lanes(1)[0]
 
     async def run(self, kind: str, items, opts: dict, request_id: str, *, state=None):
         """The output lines of a request's items, scored or verified by a worker; 503 when the queue is full,
@@ -316,11 +332,14 @@ class _Service:
             self._waiting += 1
         self.metrics.queue.inc()
         deadline = time.monotonic() + self.config.request_timeout
-        pool = self._pool
+        lane = self._lane_for(items) if self._lanes else None
+        if lane is not None:
+            pool = self._lanes[lane]
+            self._in_flight[lane] += 1
         try:
             data = _items_jsonl(items)
             try:
-                future = self._submit(kind, deadline, data, opts, request_id)
+                future = self._submit(lane, kind, deadline, data, opts, request_id)
                 lines, seconds = await asyncio.wait_for(future, timeout=self.config.request_timeout)
             except (asyncio.TimeoutError, _Timeout):  # wait_for cancelled the job: never runs if not started
                 # (a started job stops at its next block: the deadline is passed to it)
@@ -328,13 +347,17 @@ class _Service:
                                     "(request_timeout); answers scored before the limit are in the audit log",
                                {"Retry-After": "1"}) from None
             except concurrent.futures.BrokenExecutor:
-                await asyncio.get_running_loop().run_in_executor(None, self._renew_pool, pool)
+                if lane is None:
+                    raise
+                await asyncio.get_running_loop().run_in_executor(None, self._renew_lane, lane, pool)
                 raise _Refused(503, "a scoring process died while this request waited or ran; the pool was "
                                     "restarted: retry", {"Retry-After": "1"}) from None
             if state is not None:
                 state.score_s = seconds
             return lines
         finally:
+            if lane is not None:
+                self._in_flight[lane] -= 1
             with self._waiting_lock:
                 self._waiting -= 1
             self.metrics.queue.dec()
