@@ -548,7 +548,7 @@ def test_markdown_lists_every_sentence_with_its_status_and_notes():
 @pytest.mark.parametrize("rule,decision,risk,expected", [
     ("below_threshold", "show", 0.12, "shown: risk 12.0% is below the answer threshold 0.53"),
     ("escalate_band", "escalate", 0.4, "escalated: risk 40.0% is in the uncertain band (escalate_band, by default "
-                                       "[0.35, 0.65)); sent to LLM verification"),
+                                       "[0.35, 0.65)); sent to verification"),
     ("abstain_at", "abstain", 0.9, "withheld (abstain): risk 90.0% reached abstain_at"),
     ("regenerate_at", "regenerate", 0.8, "regenerate: risk 80.0% reached regenerate_at"),
     ("sensitive_topic", "escalate", 0.7, "escalated: risk 70.0% is at or over the answer threshold 0.53 on a "
@@ -774,7 +774,33 @@ def _arbitrary_result(draw):
         decision=decision, threshold=0.5, output=output, query=draw(_ANY_TEXT), topics=(draw(_ANY_TEXT),),
         sentences=sentences, spans=spans, model=MODEL, rule=draw(_ANY_TEXT), context=context,
         label=draw(st.sampled_from([None, 0, 1, 7])), extra={draw(_ANY_TEXT): draw(_ANY_TEXT)},
-        warnings=({"code": draw(_ANY_TEXT), "message": draw(_ANY_TEXT), "details": {}},))
+        warnings=({"code": draw(_ANY_TEXT), "message": draw(_ANY_TEXT), "details": {}},),
+        verification=draw(st.none() | _arbitrary_verification()))
+
+
+_JSONISH = st.recursive(st.none() | st.booleans() | st.floats() | _ANY_TEXT,
+                        lambda inner: st.lists(inner, max_size=2) | st.dictionaries(_ANY_TEXT, inner, max_size=2),
+                        max_leaves=6)
+
+
+@st.composite
+def _arbitrary_verification(draw):
+    """A verification as evqual writes it, its values drawn from anything (a hand-edited file)."""
+    claim = st.fixed_dictionaries({}, optional={
+        "text": _ANY_TEXT | _JSONISH, "verdict": st.sampled_from(["SUPPORTED", "REFUTED", "NO_EVIDENCE"]) | _JSONISH,
+        "p_supported": st.floats() | _JSONISH, "reason": _ANY_TEXT | _JSONISH,
+        "evidence": st.lists(st.fixed_dictionaries({}, optional={"chunk": _JSONISH, "start": _OFF, "end": _OFF,
+                                                                 "text": _ANY_TEXT}) | _JSONISH, max_size=2)})
+    factoid = st.fixed_dictionaries({}, optional={
+        "text": _ANY_TEXT, "score": st.floats() | _JSONISH, "flagged": st.booleans() | _JSONISH,
+        "missing": st.integers(0, 9) | _JSONISH,
+        "variants": st.lists(st.fixed_dictionaries({}, optional={"kind": _ANY_TEXT, "text": _ANY_TEXT,
+                                                                 "answer": _ANY_TEXT}) | _JSONISH, max_size=2)})
+    return draw(st.fixed_dictionaries({}, optional={
+        "method": st.sampled_from(["claims", "metarag"]) | _ANY_TEXT, "backend": st.sampled_from(["rules", "llm"]),
+        "score": st.floats() | _JSONISH, "flagged": st.booleans() | st.none(), "tier": _ANY_TEXT | _JSONISH,
+        "tau": st.floats() | _JSONISH, "error": st.none() | _ANY_TEXT,
+        "claims": st.lists(claim | _JSONISH, max_size=3), "factoids": st.lists(factoid | _JSONISH, max_size=2)}))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -819,3 +845,62 @@ def test_iter_pieces_join_to_the_report_and_bad_sort_writes_nothing(tmp_path, re
     with pytest.raises(ValueError, match="unknown sort"):
         write_report(rs, tmp_path / "bad.html", sort="size")
     assert not (tmp_path / "bad.html").exists()
+
+
+# ---------------------------------------------------------------- the verification stage in the report
+
+def _verified(**v):
+    base = {"method": "claims", "backend": "rules", "score": 1 / 3, "flagged": True, "tier": "reject", "tau": 0.75,
+            "claims": [
+                {"start": 0, "end": 25, "text": "Joseph Strauss designed it.", "verdict": "SUPPORTED",
+                 "p_supported": 0.93, "reason": None, "evidence": [{"chunk": 0, "start": 0, "end": 40,
+                                                                    "text": "Joseph Strauss designed the bridge"}]},
+                {"start": 26, "end": 48, "text": "It opened in 1932.", "verdict": "REFUTED", "p_supported": 0.71,
+                 "reason": "number", "evidence": [{"chunk": 0, "start": 41, "end": 70, "text": "which opened in 1937"}]},
+                {"start": 49, "end": 70, "text": "It is painted blue.", "verdict": "NO_EVIDENCE", "p_supported": 0.2,
+                 "reason": None, "evidence": []}],
+            "latency_ms": 3.0, "error": None}
+    base.update(v)
+    return ScoreResult(id="v1", risk=0.5, flagged=True, decision="escalate", threshold=0.4, rule="escalate_band",
+                       verify=True, output="Joseph Strauss designed it. It opened in 1932. It is painted blue.",
+                       verification=base)
+
+
+def test_report_shows_each_stage_verdict_with_its_evidence_and_backend():
+    r = _verified()
+    page, md = render_html([r]), render_markdown([r])
+    for text in (page, md):
+        assert "LLM verification" not in text
+        assert "claims verification, rules backend (no LLM): flagged, tier reject, hallucination rate 0.33" in text
+        assert "final verdict: flagged (the verifier decides)" in text
+        assert "P(supported) 0.71" in text and "which opened in 1937" in text
+    # refuted first, then no evidence; the supported claim is folded away in the page
+    assert page.index("It opened in 1932.") < page.index("It is painted blue.")
+    assert "1 that holds</summary>" in page
+    assert "- **REFUTED** It opened in 1932. (P(supported) 0.71 · number); evidence: chunk 0: which opened in 1937" \
+        in md
+    assert "1 other claim(s) or factoid(s) hold" in md
+
+
+def test_report_says_when_the_verifier_clears_or_fails():
+    cleared = _verified(flagged=False, tier="accept", score=0.0,
+                        claims=[{"text": "Joseph Strauss designed it.", "verdict": "SUPPORTED", "p_supported": 0.93}])
+    page = render_html([cleared])
+    assert "final verdict: not flagged (the verifier decides)" in page and "Every claim or factoid holds." in page
+    failed = _verified(error="the LLM endpoint timed out", score=None, flagged=None, tier=None)
+    page, md = render_html([failed]), render_markdown([failed])
+    for text in (page, md):
+        assert "the verification failed: the pre-filter&#x27;s decision stands" in text \
+            or "the verification failed: the pre-filter's decision stands" in text
+        assert "the LLM endpoint timed out" in text
+
+
+def test_report_shows_metarag_factoids_with_their_variants():
+    r = _verified(method="metarag", score=0.5, tau=0.5, tier="revise", claims=[], factoids=[
+        {"start": 0, "end": 20, "text": "It opened in 1932.", "score": 0.5, "flagged": True, "missing": 3,
+         "variants": [{"kind": "synonym", "text": "It was opened in 1932.", "answer": "NO", "penalty": 1.0}],
+         "evidence": [{"chunk": 0, "start": 0, "end": 30, "text": "which opened in 1937"}]}])
+    md = render_markdown([r])
+    assert "metarag verification, rules backend (no LLM): flagged, tier revise, H 0.50 (tau 0.5)" in md
+    assert "**FLAGGED** It opened in 1932." in md and "synonym: \u201cIt was opened in 1932.\u201d \u2192 NO" in md
+    assert "3 variant(s) could not be made" in md

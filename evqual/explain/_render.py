@@ -168,7 +168,7 @@ def _rule_text(result: ScoreResult) -> str:
     >>> from evqual.results import ScoreResult
     >>> _rule_text(ScoreResult(id="a", risk=0.4, flagged=True, decision="escalate", threshold=0.5,
     ...                       rule="escalate_band"))
-    'escalated: risk 40.0% is in the uncertain band (escalate_band, by default [0.35, 0.65)); sent to LLM verification'
+    'escalated: risk 40.0% is in the uncertain band (escalate_band, by default [0.35, 0.65)); sent to verification'
     >>> _rule_text(ScoreResult(id="a", risk=0.2, flagged=True, decision="escalate", threshold=0.5,
     ...                       rule="reason:NUMBER_CONFLICT"))
     'escalated: a NUMBER_CONFLICT found by a claim-aligned check (a high-precision conflict forces escalation)'
@@ -179,7 +179,7 @@ def _rule_text(result: ScoreResult) -> str:
         return f"{done}: risk {risk} is below the answer threshold {tau}"
     if rule == "escalate_band":
         return (f"{done}: risk {risk} is in the uncertain band (escalate_band, by default [0.35, 0.65)); "
-                "sent to LLM verification")
+                "sent to verification")
     if rule == "abstain_at":
         return f"{done}: risk {risk} reached abstain_at (by default 0.87), over the answer threshold {tau}"
     if rule == "regenerate_at":
@@ -235,6 +235,89 @@ def _extra_items(result: ScoreResult) -> list[tuple[str, str]]:
             text = repr(v)
         out.append((str(k), _truncate(text, _EXTRA_MAX)))
     return out
+
+
+_VERDICT_ORDER = {"REFUTED": 0, "NO_EVIDENCE": 1, "SUPPORTED": 2}
+
+
+def _as_float(x):
+    return x if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) else None
+
+
+def _verification_view(result: ScoreResult) -> dict | None:
+    """What the report shows of the verification stage, or None when the answer was not verified.
+
+    ``{"head": one line (method, backend, the verifier's verdict, tier, score, tau), "final": the cascade's
+    verdict in words, "error": str or None, "items": [{"text", "verdict", "detail", "evidence": [(chunk,
+    start, end, text)], "bad": bool}], "n_ok": items that hold}``; claims not supported (refuted first) and
+    flagged MetaRAG factoids are ``bad``.  A hand-edited verification of any shape is shown as far as it goes.
+
+    Examples
+    --------
+    >>> r = ScoreResult(id="a", risk=0.5, flagged=True, decision="escalate", threshold=0.4, verification={
+    ...     "method": "claims", "backend": "rules", "score": 0.5, "flagged": True, "tier": "revise", "tau": 0.75,
+    ...     "claims": [{"text": "It opened in 1932.", "verdict": "REFUTED", "p_supported": 0.31,
+    ...                 "reason": "number", "evidence": [{"chunk": 0, "start": 0, "end": 20, "text": "in 1937"}]},
+    ...                {"text": "Strauss designed it.", "verdict": "SUPPORTED", "p_supported": 0.93}]})
+    >>> v = _verification_view(r)
+    >>> v["head"]
+    'claims verification, rules backend (no LLM): flagged, tier revise, hallucination rate 0.50 (tau 0.75)'
+    >>> v["final"]
+    'final verdict: flagged (the verifier decides)'
+    >>> [(i["verdict"], i["detail"]) for i in v["items"]]
+    [('REFUTED', 'P(supported) 0.31 · number'), ('SUPPORTED', 'P(supported) 0.93')]
+    """
+    v = result.verification
+    if not isinstance(v, dict):
+        return None
+    method, backend = str(v.get("method") or "?"), str(v.get("backend") or "?")
+    who = f"{method} verification, {backend} backend" + (" (no LLM)" if backend == "rules" else "")
+    error = v.get("error")
+    if error is not None:
+        return {"head": who, "final": f"final verdict: {'flagged' if result.flagged else 'not flagged'} (the "
+                                      "verification failed: the pre-filter's decision stands)",
+                "error": str(error), "items": [], "n_ok": 0}
+    flagged = v.get("flagged")
+    parts = ["flagged" if flagged else "not flagged" if flagged is not None else "no verdict"]
+    if v.get("tier"):
+        parts.append(f"tier {v['tier']}")
+    score, tau = _as_float(v.get("score")), _as_float(v.get("tau"))
+    if score is not None:
+        parts.append(f"{'hallucination rate' if method == 'claims' else 'H'} {score:.2f}"
+                     + (f" (tau {tau:g})" if tau is not None else ""))
+    items = []
+    for c in v.get("claims") or ():
+        if not isinstance(c, dict):
+            continue
+        p = _as_float(c.get("p_supported", c.get("probability")))
+        detail = " · ".join(x for x in (f"P(supported) {p:.2f}" if p is not None else "",
+                                         str(c["reason"]) if c.get("reason") else "") if x)
+        items.append({"text": str(c.get("text", "")), "verdict": str(c.get("verdict", "?")), "detail": detail,
+                      "evidence": _ev_list(c.get("evidence")), "bad": c.get("verdict") != "SUPPORTED"})
+    for f in v.get("factoids") or ():
+        if not isinstance(f, dict):
+            continue
+        s_i = _as_float(f.get("score"))
+        answers = ", ".join(f"{x.get('kind')}: \u201c{_truncate(str(x.get('text', '')), 80)}\u201d "
+                            f"\u2192 {x.get('answer')}" for x in f.get("variants") or () if isinstance(x, dict))
+        miss = f.get("missing") or 0
+        detail = " · ".join(x for x in (f"S {s_i:.2f}" if s_i is not None else "", answers,
+                                         f"{miss} variant(s) could not be made" if miss else "") if x)
+        items.append({"text": str(f.get("text", "")), "verdict": "FLAGGED" if f.get("flagged") else "HOLDS",
+                      "detail": detail, "evidence": _ev_list(f.get("evidence")), "bad": bool(f.get("flagged"))})
+    items.sort(key=lambda i: (not i["bad"], _VERDICT_ORDER.get(i["verdict"], 1)))
+    final = result.final_flagged
+    return {"head": f"{who}: " + ", ".join(parts),
+            "final": f"final verdict: {'flagged' if final else 'not flagged'} (the verifier decides)",
+            "error": None, "items": items, "n_ok": sum(not i["bad"] for i in items)}
+
+
+def _ev_list(evidence) -> list:
+    out = []
+    for e in evidence or ():
+        if isinstance(e, dict):
+            out.append((e.get("chunk"), e.get("start"), e.get("end"), _truncate(str(e.get("text", "")))))
+    return out[:2]
 
 
 def _clip(a, b, n: int):
@@ -401,6 +484,10 @@ main { padding:16px 28px 40px; max-width:1200px; margin:0 auto; }
 .rule { margin:8px 0 0; font-weight:600; }
 .thresholds { margin:4px 0 0; color:var(--muted); font-size:12.5px; }
 .thresholds strong { color:var(--fg); }
+.verification { margin:8px 0 0; padding:6px 10px; background:#f3f0ff; border:1px solid #d0bfff; border-radius:6px; font-size:13px; }
+.verification h3 { margin:0 0 4px; font-size:14px; }
+.vitems { margin:4px 0; padding-left:18px; }
+.vitems blockquote { margin:2px 0 2px 12px; }
 .warnings { margin:8px 0 0; padding:6px 10px; background:#fff9db; border:1px solid #ffe066; border-radius:6px; font-size:13px; }
 .warnings strong { color:#a15c00; }
 .extra { margin:6px 0 0; font-size:12.5px; color:var(--muted); }
@@ -654,6 +741,35 @@ def _html_context(result: ScoreResult) -> str:
             f'</summary><pre class="ctx">{"".join(parts)}</pre></details>')
 
 
+def _html_verification(result: ScoreResult) -> str:
+    view = _verification_view(result)
+    if view is None:
+        return ""
+    out = [f'<div class="verification"><h3>Verification</h3><p><strong>{_esc(view["head"])}</strong>. '
+           f'{_esc(view["final"])}.</p>']
+    if view["error"]:
+        out.append(f'<p class="none">error: {_esc(view["error"])}</p>')
+
+    def item_html(it):
+        ev = "".join(f'<blockquote class="small">chunk {_esc(c)} &middot; chars {_esc(a)}&ndash;{_esc(b)}: '
+                     f'{_esc(t)}</blockquote>' for c, a, b, t in it["evidence"])
+        tag = "flag" if it["bad"] else "plain"
+        return (f'<li><span class="tag {tag}">{_esc(it["verdict"])}</span>{_esc(it["text"])} '
+                f'<span class="small">{_esc(it["detail"])}</span>{ev}</li>')
+
+    bad = [it for it in view["items"] if it["bad"]]
+    ok = [it for it in view["items"] if not it["bad"]]
+    if bad:
+        out.append('<ul class="vitems">' + "".join(item_html(it) for it in bad) + "</ul>")
+    elif view["items"]:
+        out.append('<p class="none">Every claim or factoid holds.</p>')
+    if ok:
+        out.append(f'<details><summary>{len(ok)} that hold{"s" if len(ok) == 1 else ""}</summary>'
+                   '<ul class="vitems">' + "".join(item_html(it) for it in ok) + "</ul></details>")
+    out.append("</div>")
+    return "".join(out)
+
+
 def _html_card(result: ScoreResult, order: int = 0) -> str:
     topics = _topic_tokens(result)
     risk = _finite(result.risk)
@@ -679,6 +795,7 @@ def _html_card(result: ScoreResult, order: int = 0) -> str:
         head.append("<span>" + "".join(f'<span class="topic">{_esc(t)}</span>' for t in result.topics) + "</span>")
     body = [f'<div class="card-head">{"".join(head)}</div>']
     body.append(f'<p class="rule">{_esc(_rule_text(result))}</p>')
+    body.append(_html_verification(result))
     sthr = ("not recorded" if result.sentence_threshold is None else _num(result.sentence_threshold))
     sensitive = " (a sensitive topic: the stricter threshold applies here)" if result.sensitive else ""
     body.append(f'<p class="thresholds"><strong>answer threshold {_num(result.threshold)}</strong>: '
@@ -960,6 +1077,19 @@ def _md_section(result: ScoreResult) -> str:
     extra = _extra_items(result)
     if extra:
         out.append("- **Fields:** " + "; ".join(f"{_md_inline(k)}: {_md_inline(v)}" for k, v in extra))
+    view = _verification_view(result)
+    if view is not None:
+        out.append(f"- **Verification:** {_md_inline(view['head'])}. {_md_inline(view['final'])}.")
+        if view["error"]:
+            out.append(f"  - error: {_md_inline(view['error'])}")
+        for it in view["items"]:
+            if it["bad"]:
+                ev = " / ".join(f"chunk {c}: {t}" for c, _, _, t in it["evidence"])
+                out.append(f"  - **{_md_inline(it['verdict'])}** {_md_inline(it['text'])}"
+                           + (f" ({_md_inline(it['detail'])})" if it["detail"] else "")
+                           + (f"; evidence: {_md_inline(ev)}" if ev else ""))
+        if view["n_ok"]:
+            out.append(f"  - {view['n_ok']} other claim(s) or factoid(s) hold")
     if result.query:
         out.append(f"- **Query:** {_md_inline(result.query)}")
     marks = "notes (predicted spans of a shown answer) marked [[note: ...]]" if not _is_flagged(result) \
