@@ -359,11 +359,11 @@ def build_parser() -> argparse.ArgumentParser:
     vf = sub.add_parser(
         "verify", help="verify answers claim by claim (seed 003) or by metamorphic testing (MetaRAG)",
         description=("Stream IN.jsonl and write exactly one JSON line per input line, in order: the answer's "
-                     "verification (claims with spans, verdicts SUPPORTED/REFUTED/NO_EVIDENCE, probabilities and "
-                     "evidence; or MetaRAG factoids with their variants, answers and penalties), its score in "
+                     "verification (claims with spans, verdicts SUPPORTED/REFUTED/NO_EVIDENCE, p_supported (the "
+                     "probability that the claim is supported, whatever its verdict) and evidence; or MetaRAG factoids with their variants, answers and penalties), its score in "
                      "[0, 1] (the hallucination rate for claims, H for metarag), flagged and tier "
-                     "(accept/revise/reject) and warnings (W001: the answer or context looks non-English), or an "
-                     "error record naming the line. Exit status 1 if any line "
+                     "(accept/revise/reject) and warnings (W001: the answer or context looks non-English; W003: "
+                     "MetaRAG made fewer variants than asked), or an error record naming the line. Exit status 1 if any line "
                      "failed, 0 otherwise, 2 on usage errors."))
     vf.add_argument("input", metavar="IN.jsonl", nargs="?",
                     help="answers to verify; - reads generic JSONL from standard input (default: the RAGTruth "

@@ -312,3 +312,21 @@ def test_building_the_verifier_is_not_the_first_answers_latency(monkeypatch):
             monkeypatch.setattr(v, "_mutator", slow_mutator)
         r = v.verify(context=["It opened in 1937."], output="It opened in 1952.", query="When did it open?")
         assert r.error is None and r.latency_ms < 400, (method, r.latency_ms)
+
+
+def test_claims_carry_p_supported_and_evidence_overlap_on_a_one_passage_context():
+    """issue 24: the claim's probability is named for what it is (P(supported), whatever the verdict), and each
+    evidence passage has an overlap in [0, 1] beside BM25's score, which is 0 or negative on one or two passages."""
+    from evqual.verify import ClaimVerifier, RulesJudge
+
+    r = ClaimVerifier(judge=RulesJudge()).verify(
+        context=["Joseph Strauss designed the Golden Gate Bridge, which opened in 1937."],
+        output="Joseph Strauss designed the bridge. It opened in 1932.")
+    d = r.to_dict()
+    for c in d["claims"]:
+        assert "probability" not in c and 0.0 <= c["p_supported"] <= 1.0
+        for e in c["evidence"]:
+            assert 0.0 <= e["overlap"] <= 1.0 and "score" in e
+    first = d["claims"][0]
+    assert first["evidence"][0]["overlap"] >= 0.75  # "Joseph Strauss designed the bridge": all but none new
+    assert any(c["verdict"] == "REFUTED" for c in d["claims"])

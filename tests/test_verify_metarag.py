@@ -591,3 +591,64 @@ def test_the_ablation_script_runs_on_the_sample(tmp_path, capsys):
     assert report["pareto"]["variants_per_answer"] and out_png.stat().st_size > 0
     assert mod.main(["--judge", "no_such_module:Judge"]) == 2
     assert "cannot build the judge" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------ issue 24: dates, W003
+
+@pytest.mark.parametrize("text", ["The ceasefire began on September 30, 2021.", "It closed on 30 Sept. 2019.",
+                                  "Payments are due by February 28 each year.", "The 31 of December party."])
+def test_number_mutations_never_make_an_impossible_date(text):
+    import re
+
+    from evqual.verify import RulesMutator
+
+    days = {"september": 30, "sept": 30, "february": 29, "december": 31}
+    for v in RulesMutator().mutate(text, "antonym", 10):
+        for month, day in re.findall(r"\b(September|Sept|February|December)\.? (\d{1,2})\b", v):
+            assert 1 <= int(day) <= days[month.lower()], v
+        for day, month in re.findall(r"\b(\d{1,2}) (?:of )?(Sept|December)\b", v):
+            assert 1 <= int(day) <= days[month.lower()], v
+    assert "September 45" not in " ".join(RulesMutator().mutate("It began on September 30, 2021.", "antonym", 10))
+
+
+@settings(max_examples=60, deadline=None)
+@given(month=st.sampled_from(["January", "February", "April", "June", "September", "November", "December"]),
+       day=st.integers(1, 28))
+def test_a_day_of_month_moves_within_its_month(month, day):
+    from evqual.verify import RulesMutator
+
+    limit = {"February": 29, "April": 30, "June": 30, "September": 30, "November": 30}.get(month, 31)
+    for v in RulesMutator().mutate(f"The museum reopened on {month} {day}, 2020.", "antonym", 10):
+        m = re.search(rf"{month} (\d+),", v)
+        if m:
+            assert 1 <= int(m.group(1)) <= limit, v
+
+
+def test_fewer_variants_than_asked_is_a_w003_warning_in_the_result_and_the_verify_line(tmp_path):
+    import io
+    import json
+
+    from evqual.verify import MetaRAG, RulesJudge, verify_file
+
+    class Few:
+        name = "few"
+
+        def mutate(self, factoid, kind, n):
+            return [factoid.replace(".", " indeed.")] if kind == "synonym" else []
+
+    v = MetaRAG(judge=RulesJudge(), mutator=Few(), n=5)
+    r = v.verify(context=["Paris is the capital of France."], output="Paris is the capital of France.")
+    (w,) = r.warnings
+    assert w["code"] == "W003" and w["details"] == {"asked": 10, "made": 1, "missing": 9, "factoids_short": 1}
+    assert r.factoids[0].missing == 9
+    full = MetaRAG(judge=RulesJudge(), mutator=type("All", (), {"name": "all", "mutate": lambda self, f, k, n: [
+        f"{f} ({k} {i})" for i in range(n)]})(), n=2)
+    assert full.verify(context=["Paris is the capital of France."], output="Paris is the capital of France."
+                       ).warnings == []
+    src = io.BytesIO(json.dumps({"query": "q", "context": ["Paris is the capital of France."],
+                                 "output": "Paris is the capital of France."}).encode() + b"\n")
+    src.name = "<mem>"
+    out = io.StringIO()
+    verify_file(src, out, v)
+    line = json.loads(out.getvalue())
+    assert [x["code"] for x in line["warnings"]] == ["W003"]

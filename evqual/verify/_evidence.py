@@ -79,6 +79,7 @@ class EvidenceRetriever:
         self.chunks_ = [Evidence(i, c.start, c.end, text[c.start:c.end]) for i, c in enumerate(chunks)]
         passages = [e.text for e in self.chunks_]
         self._sparse = SparseRetriever().fit(passages)
+        self._stems = [frozenset(self._sparse._tokens(p)) for p in passages]
         self._dense = None
         if self.method != "sparse" and passages:
             self._dense = np.asarray(self._encoder().encode(passages), dtype=np.float64)
@@ -105,5 +106,7 @@ class EvidenceRetriever:
         """The best ``k`` chunks for ``statement`` as :class:`Evidence`, best first."""
         s = self.scores(statement)
         order = rank_order(s)[: (k or self.k)]
-        return [Evidence(e.chunk, e.start, e.end, e.text, round(float(s[i]), 6))
+        words = set(self._sparse._tokens(statement))
+        return [Evidence(e.chunk, e.start, e.end, e.text, round(float(s[i]), 6),
+                         round(len(words & self._stems[i]) / len(words), 6) if words else 0.0)
                 for i in order for e in (self.chunks_[i],)]

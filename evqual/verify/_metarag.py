@@ -125,8 +125,21 @@ def _number(value, name, lo=0.0, hi=1.0):
         raise ValueError(f"{name} must be a number in [{lo}, {hi}]; got {value!r}")
 
 
-def _ev_dict(e: Evidence) -> dict:
-    return {"chunk": e.chunk, "start": e.start, "end": e.end, "text": e.text, "score": e.score}
+MISSING_VARIANTS_CODE = "W003"
+
+
+def _missing_warning(factoids, n: int) -> list:
+    """A ``W003`` warning when the mutator made fewer than the ``2 n`` variants asked for some factoid."""
+    missing = sum(f.missing for f in factoids)
+    if not missing:
+        return []
+    asked = 2 * n * len(factoids)
+    short = sum(1 for f in factoids if f.missing)
+    return [{"code": MISSING_VARIANTS_CODE,
+             "message": f"the mutator made {asked - missing} of the {asked} variants asked for ({missing} missing, "
+                        f"in {short} of {len(factoids)} factoids): it found too few words it can change, so those "
+                        "factoids' S_i average fewer variants",
+             "details": {"asked": asked, "made": asked - missing, "missing": missing, "factoids_short": short}}]
 
 
 class MetaRAG:
@@ -392,14 +405,15 @@ class MetaRAG:
             factoids = []
             for (a, b, _), vs, miss in zip(spans, variants, missing):
                 s_i = round(self._aggregate(vs), 6)
-                ev = [_ev_dict(e) for e in retr.retrieve(output[a:b])]
+                ev = [e.to_dict() for e in retr.retrieve(output[a:b])]
                 factoids.append(FactoidResult(a, b, output[a:b], s_i, s_i >= tau, vs, ev, miss))
         except Exception as exc:  # noqa: BLE001 - one answer's failure is its result, never a lost line
             return failed(exc)
         h = max((f.score for f in factoids), default=0.0)
         return VerificationResult(self.method, backend, h, h >= tau, self.tier(h, tau), tau=tau,
                                   factoids=factoids, usage=usage,
-                                  latency_ms=round((time.perf_counter() - t0) * 1000, 3))
+                                  latency_ms=round((time.perf_counter() - t0) * 1000, 3),
+                                  warnings=_missing_warning(factoids, self.n))
 
     def verify_many(self, examples) -> list:
         """:meth:`verify` each example: dicts with ``context``, ``output`` and optional ``query``,

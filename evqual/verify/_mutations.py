@@ -344,12 +344,46 @@ def _perturbed(literal: str, percent: bool) -> list:
     return out
 
 
+_MONTH_DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+_MONTH_NAME = "|".join(sorted({*MONTHS, *(x.rstrip(".").lower() for x in ("Jan.", "Feb.", "Mar.", "Apr.", "Aug.",
+                                                                         "Sept.", "Sep.", "Oct.", "Nov.", "Dec.")),
+                               "jun", "jul"}, key=len, reverse=True))
+_MONTH_BEFORE = re.compile(rf"\b({_MONTH_NAME})\.?\s+$", re.IGNORECASE)
+_MONTH_AFTER = re.compile(rf"^(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_NAME})\b", re.IGNORECASE)
+
+
+def _month_index(name: str) -> int:
+    low = name.lower().rstrip(".")
+    for k, month in enumerate(MONTHS):
+        if month.startswith(low[:3]):
+            return k
+    return -1
+
+
+def _day_of_month(text: str, a: int, b: int) -> int | None:
+    """The days in the month when the number at ``text[a:b]`` is a day of it ("September 30", "30 Sept.",
+    "the 3rd of May"), else None."""
+    m = _MONTH_BEFORE.search(text[max(0, a - 12):a]) or _MONTH_AFTER.match(text[b:b + 16])
+    if m is None:
+        return None
+    k = _month_index(m.group(1))
+    return _MONTH_DAYS[k] if k >= 0 else None
+
+
+def _other_days(literal: str, days: int) -> list:
+    """Other days of the same month, near ones first (a day never moves out of its month: no "September 45")."""
+    d = int(literal)
+    return [str(x) for x in (d + 1, d - 1, d + 7, d - 7, d + 2) if 1 <= x <= days and x != d]
+
+
 def _number_candidates(text: str) -> list:
     slots = []
     for a, b, literal, m in _digit_runs(text):
         if _is_year(m, text) or len(literal.replace(",", "").replace(".", "")) > 15:
             continue
-        slots.append([_edit(text, a, b, s) for s in _perturbed(literal, m.unit == "%")])
+        days = _day_of_month(text, a, b) if literal.isdigit() and int(literal) <= 31 else None
+        moves = _other_days(literal, days) if days else _perturbed(literal, m.unit == "%")
+        slots.append([_edit(text, a, b, s) for s in moves])
     words = _words(text)
     for i, (a, b, w) in enumerate(words):
         low = w.lower()

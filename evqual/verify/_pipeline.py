@@ -161,7 +161,7 @@ class ClaimVerifier:
                 verdict = "NO_EVIDENCE"
             ev = [self._located(e, retr) for e in j.evidence]
             results.append(ClaimResult(c.start, c.end, c.text, verdict, round(float(j.probability), 6),
-                                       [_ev_dict(e) for e in ev], j.reason or j.error,
+                                       [e.to_dict() for e in ev], j.reason or j.error,
                                        list(c.triple) if c.triple else None))
         n = len(results)
         fp = sum(r.verdict == "SUPPORTED" for r in results) / n if n else None
@@ -182,10 +182,7 @@ class ClaimVerifier:
         if e.start >= 0 or not 0 <= e.chunk < len(retr.chunks_):
             return e
         c = retr.chunks_[e.chunk]
-        return Evidence(c.chunk, c.start, c.end, c.text, e.score)
+        return Evidence(c.chunk, c.start, c.end, c.text, e.score, e.overlap)
 
-
-def _ev_dict(e: Evidence) -> dict:
-    return {"chunk": e.chunk, "start": e.start, "end": e.end, "text": e.text, "score": e.score}
 
 

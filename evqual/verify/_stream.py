@@ -109,7 +109,8 @@ def verify_file(path, out, verifier, *, limits=None, progress=None) -> tuple:
                 result = {"method": getattr(verifier, "method", None), "score": None, "flagged": None,
                           "tier": None, "error": f"{type(exc).__name__}: {exc}"}
             label = response_label(ex)
-            record = {"line": line, "id": ex.id, **result, "label": label, "warnings": input_warnings(ex)}
+            own = result.pop("warnings", None) or []
+            record = {"line": line, "id": ex.id, **result, "label": label, "warnings": input_warnings(ex) + own}
             if extra:
                 record["extra"] = extra
             if result.get("error") is None:

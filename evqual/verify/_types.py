@@ -66,8 +66,13 @@ class Evidence:
 
     ``start``/``end`` are character offsets in the context as evqual joined it
     (:func:`evqual.data.chunk_context`), like :class:`evqual.results.Citation`;
-    ``chunk`` is the chunk's index and ``score`` its retrieval score (fused
-    scores are in [0, 1], BM25 scores are not bounded).
+    ``chunk`` is the chunk's index.  ``score`` is the retriever's ranking score:
+    only its order within one answer means something (BM25 scores are not
+    bounded, and on a context of one or two passages BM25's IDF is zero or
+    negative; fused scores lie in [0, 1]).  ``overlap`` is the share of the
+    statement's content words (Snowball stems) the passage holds, in [0, 1],
+    comparable across answers; ``None`` where the passage was not retrieved
+    (a judge named it).
     """
 
     chunk: int
@@ -75,6 +80,12 @@ class Evidence:
     end: int
     text: str
     score: float = 0.0
+    overlap: float | None = None
+
+    def to_dict(self) -> dict:
+        """The JSON form written in a claim's or factoid's ``evidence``."""
+        return {"chunk": self.chunk, "start": self.start, "end": self.end, "text": self.text, "score": self.score,
+                "overlap": self.overlap}
 
 
 @dataclass
@@ -204,7 +215,9 @@ class VerificationResult:
     (1 - factual precision) for ``method="claims"``, ``H = max_i S_i`` for
     ``method="metarag"``.  ``tier`` is ``accept``, ``revise`` or ``reject``;
     ``error`` is set (and ``score`` is ``None``) when the answer could not be
-    verified.
+    verified.  ``warnings`` says what makes the verdict less reliable
+    (``{"code", "message", "details"}``; ``W003``: MetaRAG made fewer variants
+    than it was asked for).
     """
 
     method: str
@@ -219,6 +232,7 @@ class VerificationResult:
     usage: Usage = field(default_factory=Usage)
     latency_ms: float = 0.0
     error: str | None = None
+    warnings: list = field(default_factory=list)
 
     def to_dict(self) -> dict:
         """A JSON-ready dict (nested dataclasses become dicts)."""
