@@ -11,11 +11,16 @@ the library versions and the prediction fingerprint on the embedded sample
 ``docs/reports/cv5/evqual/metrics.json`` when that file exists.
 
 ``--check`` rebuilds the model in a temporary folder with the settings its
-``meta.json`` records and compares fingerprints: exit 0 when the rebuild predicts
-the same floats on the sample, 1 when it does not.  Training is deterministic
-(fixed seeds, one thread), so on the same data, code and library versions the
-rebuild is equal bit for bit; other versions of numpy, scipy or scikit-learn, or
-another CPU's floating-point kernels, may change the last bits.
+``meta.json`` records and compares two things: the *predictions* (the prediction
+fingerprint: the SHA-256 of every float the model predicts on the embedded
+sample) and the *model file* (``model.skops``'s SHA-256).  Exit 0 when the
+predictions are the same, 1 when they differ.  Same predictions with different
+file bytes mean the file was written by other code (an older evqual whose saved
+structure lacked a field, say) although it predicts the same: rebuild it with
+``--out`` to ship what the current code writes.  Training is deterministic (fixed
+seeds, one thread), so on the same data, code and library versions the rebuild is
+equal bit for bit; other versions of numpy, scipy or scikit-learn, or another
+CPU's floating-point kernels, may change the last bits.
 
 The logic lives in :func:`evqual.models.build_model` and
 :func:`evqual.models.check_rebuild`; this script only parses arguments.
@@ -38,12 +43,15 @@ DEFAULT_METRICS = REPO / "docs" / "reports" / "cv5" / "evqual" / "metrics.json"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(description="build models/default, or check that it rebuilds bit for bit")
+    ap = argparse.ArgumentParser(description="build models/default, or check that it rebuilds: the same predictions on "
+                                             "the embedded sample, and the same model file bytes (training on the "
+                                             "full RAGTruth copy takes a few minutes)")
     ap.add_argument("--data", default="../shared/data/ragtruth",
                     help="training data (default: ../shared/data/ragtruth)")
     what = ap.add_mutually_exclusive_group(required=True)
     what.add_argument("--out", metavar="DIR", help="write the model here (for instance models/default)")
-    what.add_argument("--check", metavar="DIR", help="rebuild the model in DIR and compare fingerprints")
+    what.add_argument("--check", metavar="DIR", help="rebuild the model in DIR and compare its predictions (exit 1 "
+                                                     "when they differ) and its file bytes")
     ap.add_argument("--method", default="evqual", help="method to build with --out (default: evqual)")
     ap.add_argument("--augment", choices=("contrastive.v1",), default=None,
                     help="contrastive augmentation of the fitting rows (default: none)")
@@ -70,10 +78,19 @@ def main(argv=None) -> int:
             print(f"build_default_model: error: {exc}", file=sys.stderr)
             return 2
         print(json.dumps(result, indent=2))
-        verdict = "rebuilds: same predictions" if result["ok"] else "does NOT rebuild: predictions differ"
-        print(f"{args.check} {verdict} (fingerprint {result['expected'][:12]} vs rebuilt "
+        verdict = ("rebuilds: the same predictions on the embedded sample" if result["ok"]
+                   else "does NOT rebuild: its predictions on the embedded sample differ")
+        print(f"{args.check} {verdict} (prediction fingerprint {result['expected'][:12]} vs rebuilt "
               f"{result['rebuilt'][:12]}; threshold {result['threshold']} vs {result['rebuilt_threshold']})",
               file=sys.stderr)
+        if result["same_file"]:
+            print("model file: the same bytes (model.skops sha256 "
+                  f"{result['model_sha256'][:12]})", file=sys.stderr)
+        else:
+            print(f"model file: the bytes differ (model.skops sha256 {result['model_sha256'][:12]} vs rebuilt "
+                  f"{result['rebuilt_model_sha256'][:12]}): the shipped file was written by other code"
+                  + (" although it predicts the same; rebuild it with --out to ship what this code writes"
+                     if result["ok"] else ""), file=sys.stderr)
         return 0 if result["ok"] else 1
     metrics_path = Path(args.metrics) if args.metrics else DEFAULT_METRICS.parent.parent / args.method / "metrics.json"
     metrics = None

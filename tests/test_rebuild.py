@@ -83,15 +83,19 @@ def test_a_rebuild_estimates_floors_the_way_the_model_did(sample_model):
     from evqual.models._io import _rebuild_settings
 
     meta = read_meta(sample_model)
-    assert _rebuild_settings(meta)["evidence_floor"] == (meta["evidence_floor_mode"] or False)
+    assert meta["evidence_floor_mode"] == "fired"
+    # "fired" is rebuilt as True, the spelling the model was built with (issue 24: "fired" saved other bytes)
+    assert _rebuild_settings(meta)["evidence_floor"] is True
+    assert _rebuild_settings(dict(meta, evidence_floor_mode="binding"))["evidence_floor"] == "binding"
     old = {k: v for k, v in meta.items() if k != "evidence_floor_mode"}
-    assert _rebuild_settings(dict(old, evidence_floor={"*:check.unit.v1": 0.7}))["evidence_floor"] == "fired"
+    assert _rebuild_settings(dict(old, evidence_floor={"*:check.unit.v1": 0.7}))["evidence_floor"] is True
     assert _rebuild_settings(dict(old, evidence_floor={}))["evidence_floor"] is False
 
 
 def test_check_rebuild_passes_on_the_same_data(sample_model):
     result = check_rebuild(sample_model, sample_path())
     assert result["ok"] and result["recorded"] and result["expected"] == result["rebuilt"]
+    assert result["same_file"] and result["model_sha256"] == result["rebuilt_model_sha256"]
 
 
 @pytest.mark.slow  # a model build of about 30 s
@@ -129,7 +133,9 @@ def test_script_check_exit_status(sample_model, tmp_path):
     run = [sys.executable, str(SCRIPT), "--data", str(sample_path()), "--check", str(sample_model)]
     proc = subprocess.run(run, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["ok"] is True and "rebuilds: same predictions" in proc.stderr
+    assert json.loads(proc.stdout)["ok"] is True
+    assert "rebuilds: the same predictions on the embedded sample" in proc.stderr
+    assert "model file: the same bytes" in proc.stderr
     folder = tmp_path / "model"
     shutil.copytree(sample_model, folder)
     meta = json.loads((folder / "meta.json").read_text())
@@ -151,3 +157,5 @@ def test_shipped_model_rebuilds_from_the_shared_copy(ragtruth_path):
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert result["ok"] and result["threshold"] == result["rebuilt_threshold"]
+    # issue 24: the shipped file is what this code writes, not only a file that predicts the same
+    assert result["same_file"], proc.stderr

@@ -1073,16 +1073,18 @@ def _rebuild_settings(meta: dict) -> dict:
     >>> _rebuild_settings({"method": "evqual", "calibration": "sigmoid", "threshold_rule": "f1",
     ...                    "entity_backend": "regex", "training_data": {},
     ...                    "evidence_floor": {"*:check.unit.v1": 0.7}})["evidence_floor"]
-    'fired'
+    True
     """
     floors = meta.get("evidence_floor")
+    mode = (meta.get("evidence_floor_mode", "fired") or False) if floors else False
     return dict(method=meta["method"], calibration=meta["calibration"], threshold_rule=meta["threshold_rule"],
                 entity_backend=meta["entity_backend"],
                 validation_split=meta["training_data"].get("validation_split", "test"),
                 augment=meta.get("augment"),
                 # a model from before binding floors records no mode: its floors were estimated over every
-                # row a check fired on
-                evidence_floor=(meta.get("evidence_floor_mode", "fired") or False) if floors else False,
+                # row a check fired on.  "fired" is passed as True, its spelling in build_model, evqual train and
+                # Detector: the parameter is saved as given, so the rebuilt file has the same bytes
+                evidence_floor=True if mode == "fired" else mode,
                 compose=meta.get("compose", "none"))
 
 
@@ -1107,8 +1109,9 @@ def check_rebuild(model, data, *, workdir=None) -> dict:
     -------
     dict
         ``{"ok", "expected", "rebuilt", "recorded", "threshold", "rebuilt_threshold",
-        "model_sha256", "rebuilt_model_sha256"}``; ``ok`` is whether the
-        fingerprints are equal.
+        "model_sha256", "rebuilt_model_sha256", "same_file"}``; ``ok`` is whether the
+        prediction fingerprints are equal (the same floats on the embedded sample),
+        ``same_file`` whether the model files have the same bytes.
 
     Examples
     --------
@@ -1134,4 +1137,5 @@ def check_rebuild(model, data, *, workdir=None) -> dict:
     got = rebuilt["prediction_fingerprint"]["sha256"]
     return {"ok": got == expected, "expected": expected, "rebuilt": got, "recorded": recorded,
             "threshold": meta["threshold"], "rebuilt_threshold": rebuilt["threshold"],
-            "model_sha256": meta["model_sha256"], "rebuilt_model_sha256": rebuilt["model_sha256"]}
+            "model_sha256": meta["model_sha256"], "rebuilt_model_sha256": rebuilt["model_sha256"],
+            "same_file": meta["model_sha256"] == rebuilt["model_sha256"]}
