@@ -261,3 +261,22 @@ def test_a_record_number_without_its_unit_supports_the_claim_with_it():
     assert dict(zip(CLAIM_FEATURES, r.claims[0].features))["value.aligned.v1"] == 1
     wrong = EvidenceEngine().read("The Tessel Go costs $199.", record)
     assert dict(zip(CLAIM_FEATURES, wrong.claims[0].features))["value.novel.v1"] == 1
+
+
+def test_a_name_in_a_long_unaligned_stretch_is_borrowed_not_a_swap():
+    # issue 24: "'Arkansas' where the aligned evidence names 'CEOs'" - the two names only shared a long stretch
+    # the alignment could not pair word for word; a swap needs another name in the same short slot
+    out = "Walmart opposed the religious freedom law in Arkansas, which many saw as a key moment for gay rights."
+    ctx = ["After Indiana Gov. Mike Pence, a Republican, signed his state's religious freedom bill into law, CEOs "
+           "of companies big and small threatened to pull out of the Hoosier state.", "The protests in Arkansas grew."]
+    found = diffs(out, ctx)
+    assert ("name", "borrowed", "Arkansas", "") in found
+    assert not [d for d in found if d[1] == "swap"]
+    r = EvidenceEngine().read(out, ctx)
+    f = dict(zip(CLAIM_FEATURES, r.claims[0].features))
+    assert f["name.swap.v1"] + f["name.swap_far.v1"] == 1  # the features count it as before (model unchanged)
+
+
+def test_a_name_in_the_same_short_slot_is_still_a_swap():
+    assert ("name", "swap", "Bob", "Ana / Ruiz") in diffs("Bob Lane won the 2019 race in Lisbon.",
+                                                          ["Ana Ruiz won the 2019 race in Lisbon."])

@@ -487,9 +487,11 @@ class EvidenceEngine:
         for k in items:
             claim_alias.update(_aliases(k))
         block_of = {}  # claim item index -> evidence index range of its block
+        block_len = {}  # claim item index -> the longer side of its block, in items
         for i1, i2, j1, j2 in blocks:
             for i in range(i1, i2):
                 block_of[i] = (j1, j2)
+                block_len[i] = max(i2 - i1, j2 - j1)
         # words standing in for other words of the evidence (a replaced stretch of the alignment)
         for i1, i2, j1, j2 in blocks:
             if not any(ev_keys[j][0] in "wn" and ev_keys[j] not in claim_alias for j in range(j1, j2)):
@@ -514,8 +516,13 @@ class EvidenceEngine:
                 far = [kk for kk in ev_keys if kk[0] == "n" and kk not in claim_alias]
                 if local or far:
                     f[_COL["name.swap.v1" if local else "name.swap_far.v1"]] += 1
-                    ev, et = ev_span(lambda kk, x=(local or far): kk in x)
+                if local and block_len.get(i, 0) <= _SWAP_SLOT:
+                    # another name stands where this one stands, the words around aligned: a conflict
+                    ev, et = ev_span(lambda kk, x=local: kk in x)
                     diffs.append(Difference("name", "swap", *claim_span(i), ev, et))
+                # a name elsewhere in the aligned sentence, or in a long stretch the alignment could not pair,
+                # contradicts nothing (issue 24: "'Arkansas' where the aligned evidence names 'CEOs'", a
+                # 9-item stretch against 12): the name is borrowed from another passage, or unsupported
                 elif st in ("second", "elsewhere"):
                     diffs.append(Difference("name", "borrowed", *claim_span(i), None, ""))
                 elif st == "novel":
@@ -627,6 +634,11 @@ def _canon(key: str) -> str:
     if key.startswith("n:"):
         return "w:" + stem(key[2:])
     return key
+
+
+_SWAP_SLOT = 3
+"""The longest unaligned stretch (items on either side) in which a name standing for another is read as a
+swap (``ENTITY_CONFLICT``); a longer one pairs nothing word for word."""
 
 
 def _blocks(claim_keys, ev_keys, ev_canon=None):
