@@ -83,6 +83,10 @@ def main(argv=None) -> int:
         print(f"{args.check} {verdict} (prediction fingerprint {result['expected'][:12]} vs rebuilt "
               f"{result['rebuilt'][:12]}; threshold {result['threshold']} vs {result['rebuilt_threshold']})",
               file=sys.stderr)
+        if result["versions"]:
+            print("library versions differ from the model's meta.json (recorded -> here): " + ", ".join(
+                f"{k} {old or 'not recorded'} -> {new}" for k, (old, new) in result["versions"].items()),
+                file=sys.stderr)
         if result["same_file"]:
             print("model file: the same bytes (model.skops sha256 "
                   f"{result['model_sha256'][:12]})", file=sys.stderr)

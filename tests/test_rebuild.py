@@ -96,6 +96,10 @@ def test_check_rebuild_passes_on_the_same_data(sample_model):
     result = check_rebuild(sample_model, sample_path())
     assert result["ok"] and result["recorded"] and result["expected"] == result["rebuilt"]
     assert result["same_file"] and result["model_sha256"] == result["rebuilt_model_sha256"]
+    assert result["versions"] == {}  # built here: every recorded version is this environment's
+    import pandas
+
+    assert read_meta(sample_model)["pandas_version"] == pandas.__version__
 
 
 @pytest.mark.slow  # a model build of about 30 s
@@ -115,8 +119,11 @@ def test_check_rebuild_fails_when_the_recorded_fingerprint_is_not_the_model(samp
     shutil.copytree(sample_model, folder)
     meta = json.loads((folder / "meta.json").read_text())
     meta["prediction_fingerprint"]["sha256"] = "0" * 64
+    del meta["pandas_version"]  # a model from before it was recorded
     (folder / "meta.json").write_text(json.dumps(meta))
-    assert not check_rebuild(folder, sample_path())["ok"]
+    result = check_rebuild(folder, sample_path())
+    assert not result["ok"]
+    assert list(result["versions"]) == ["pandas_version"] and result["versions"]["pandas_version"][0] is None
 
 
 def test_fingerprint_changes_when_one_prediction_changes(sample_model):

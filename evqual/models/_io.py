@@ -154,7 +154,7 @@ _REQUIRED = {
     "entity_backend": str, "threshold": (int, float), "calibration": str, "threshold_rule": str,
     "training_data": dict,
 }
-_VERSION_KEYS = ("numpy_version", "scipy_version", "skops_version")
+_VERSION_KEYS = ("numpy_version", "scipy_version", "skops_version", "pandas_version")
 
 FINGERPRINT_VERSION = 1
 FINGERPRINT_BATCH = 16
@@ -268,6 +268,9 @@ def save_detector(detector, path, *, training_data: dict | None = None, metrics:
         "python_version": platform.python_version(),
         "numpy_version": np.__version__,
         "scipy_version": scipy.__version__,
+        # pandas too: a fresh environment with another pandas trained another model from the same code and
+        # data (issue 24: threshold 0.35 -> 0.37); the check of a rebuild names the versions that differ
+        "pandas_version": _pandas_version(),
         **({"skops_version": _skops_version()} if model_format == "skops" else {}),
         "method": detector.method,
         "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -295,6 +298,25 @@ def save_detector(detector, path, *, training_data: dict | None = None, metrics:
     }
     (folder / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=False) + "\n", encoding="utf-8")
     return folder
+
+
+def _pandas_version() -> str:
+    import pandas
+
+    return pandas.__version__
+
+
+def _environment() -> dict:
+    """The library versions a model's meta.json records, as this environment has them."""
+    import platform
+
+    import numpy as np
+    import scipy
+    import sklearn
+
+    return {"python_version": platform.python_version(), "numpy_version": np.__version__,
+            "scipy_version": scipy.__version__, "sklearn_version": sklearn.__version__,
+            "pandas_version": _pandas_version()}
 
 
 def _skops_version() -> str:
@@ -1109,9 +1131,11 @@ def check_rebuild(model, data, *, workdir=None) -> dict:
     -------
     dict
         ``{"ok", "expected", "rebuilt", "recorded", "threshold", "rebuilt_threshold",
-        "model_sha256", "rebuilt_model_sha256", "same_file"}``; ``ok`` is whether the
+        "model_sha256", "rebuilt_model_sha256", "same_file", "versions"}``; ``ok`` is whether the
         prediction fingerprints are equal (the same floats on the embedded sample),
-        ``same_file`` whether the model files have the same bytes.
+        ``same_file`` whether the model files have the same bytes, ``versions`` the library versions
+        recorded in the model's ``meta.json`` that differ from this environment's
+        (``{key: [recorded or None, now]}``: a rebuild elsewhere may predict other floats).
 
     Examples
     --------
@@ -1138,4 +1162,5 @@ def check_rebuild(model, data, *, workdir=None) -> dict:
     return {"ok": got == expected, "expected": expected, "rebuilt": got, "recorded": recorded,
             "threshold": meta["threshold"], "rebuilt_threshold": rebuilt["threshold"],
             "model_sha256": meta["model_sha256"], "rebuilt_model_sha256": rebuilt["model_sha256"],
-            "same_file": meta["model_sha256"] == rebuilt["model_sha256"]}
+            "same_file": meta["model_sha256"] == rebuilt["model_sha256"],
+            "versions": {k: [meta.get(k), v] for k, v in _environment().items() if meta.get(k) != v}}
