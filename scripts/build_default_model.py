@@ -13,7 +13,7 @@ the library versions and the prediction fingerprint on the embedded sample
 ``--check`` rebuilds the model in a temporary folder with the settings its
 ``meta.json`` records and compares two things: the *predictions* (the prediction
 fingerprint: the SHA-256 of every float the model predicts on the embedded
-sample) and the *model file* (``model.skops``'s SHA-256).  Exit 0 when the
+sample) and the *model file* (its SHA-256: ``model.evqpack``, or ``model.skops``).  Exit 0 when the
 predictions are the same, 1 when they differ.  Same predictions with different
 file bytes mean the file was written by other code (an older evqual whose saved
 structure lacked a field, say) although it predicts the same: rebuild it with
@@ -88,10 +88,10 @@ def main(argv=None) -> int:
                 f"{k} {old or 'not recorded'} -> {new}" for k, (old, new) in result["versions"].items()),
                 file=sys.stderr)
         if result["same_file"]:
-            print("model file: the same bytes (model.skops sha256 "
+            print("model file: the same bytes (sha256 "
                   f"{result['model_sha256'][:12]})", file=sys.stderr)
         else:
-            print(f"model file: the bytes differ (model.skops sha256 {result['model_sha256'][:12]} vs rebuilt "
+            print(f"model file: the bytes differ (sha256 {result['model_sha256'][:12]} vs rebuilt "
                   f"{result['rebuilt_model_sha256'][:12]}): the shipped file was written by other code"
                   + (" although it predicts the same; rebuild it with --out to ship what this code writes"
                      if result["ok"] else ""), file=sys.stderr)
