@@ -360,11 +360,12 @@ def build_parser() -> argparse.ArgumentParser:
         "verify", help="verify answers claim by claim (seed 003) or by metamorphic testing (MetaRAG)",
         description=("Stream IN.jsonl and write exactly one JSON line per input line, in order: the answer's "
                      "verification (claims with spans, verdicts SUPPORTED/REFUTED/NO_EVIDENCE, p_supported (the "
-                     "probability that the claim is supported, whatever its verdict) and evidence; or MetaRAG factoids with their variants, answers and penalties), its score in "
+                     "probability that the claim is supported, whatever its verdict) and evidence; or MetaRAG "
+                     "factoids with their variants, answers and penalties), its score in "
                      "[0, 1] (the hallucination rate for claims, H for metarag), flagged and tier "
                      "(accept/revise/reject) and warnings (W001: the answer or context looks non-English; W003: "
-                     "MetaRAG made fewer variants than asked), or an error record naming the line. Exit status 1 if any line "
-                     "failed, 0 otherwise, 2 on usage errors."))
+                     "MetaRAG made fewer variants than asked), or an error record naming the line. Exit status 1 if "
+                     "any line failed, 0 otherwise, 2 on usage errors."))
     vf.add_argument("input", metavar="IN.jsonl", nargs="?",
                     help="answers to verify; - reads generic JSONL from standard input (default: the RAGTruth "
                          "sample embedded in the package)")
@@ -389,8 +390,8 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     sv.add_argument("--workers", type=int, default=1, metavar="N",
                     help="scoring workers: 1 (default) scores on a thread of the server process; N > 1 in N "
-                         "scoring processes fed from one queue, each loading and auditing the model once (0: every "
-                         "usable core; at most the usable cores)")
+                         "scoring processes, each loading and auditing the model once, a request going to the one "
+                         "its context hashes to or the least busy (0: every usable core; at most the usable cores)")
     _add_model_options(sv, "model folder (default: the shipped models/default)")
     sv.add_argument("--policy", metavar="FILE", help="decision policy TOML (default: the built-in policy)")
     sv.add_argument("--audit-log", metavar="FILE",

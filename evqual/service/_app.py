@@ -7,12 +7,12 @@ record are exactly what ``evqual score`` (``evqual verify``) writes for the
 same line, with the item's position as its ``line``.
 
 Scoring is CPU-bound: it runs off the event loop, on one scoring thread with
-one worker, in a pool of scoring processes with several (each loads and
-audits the model once), so ``/healthz`` and ``/readyz`` answer while a batch
-is scored.  Requests wait in one queue for the next free worker: at most
-``max_queue`` of them (more get 503 at once), and a request past
-``request_timeout`` gets 503 (the blocks scored before are in the audit log,
-and the rest are not scored).
+one worker, in that many scoring processes with several (each loads and
+audits the model once; a request goes to the one its context hashes to, or
+to the least busy), so ``/healthz`` and ``/readyz`` answer while a batch is
+scored.  At most ``max_queue`` requests wait or are being scored (more get
+503 at once), and a request past ``request_timeout`` gets 503 (the blocks
+scored before are in the audit log, and the rest are not scored).
 """
 
 
@@ -100,23 +100,31 @@ class _Metrics:
         return self.pc.generate_latest(self.registry), self.pc.CONTENT_TYPE_LATEST
 
 
+def _load_scorer(config: ServeConfig, scorer=None):
+    """``scorer``, or the scorer of ``config``'s model (loaded and audited, pinned by its SHA-256) and
+    policy; either way with a policy (the built-in one when it has none)."""
+    from ..scoring import Policy, Scorer, load_policy
+
+    if scorer is None:
+        from ..models import default_model_path, load_detector
+
+        policy = load_policy(config.policy) if config.policy else Policy()
+        det = load_detector(config.model or default_model_path(), sha256=config.model_sha256)
+        scorer = Scorer(det, policy=policy)
+    if scorer.policy is None:
+        scorer.policy = Policy()
+    return scorer
+
+
 class _Worker:
     """What scores: the scorer, the verifiers (made on first use), the audit log.  One in the service's
     process with one worker; one in each scoring process with several."""
 
     def __init__(self, config: ServeConfig, scorer=None):
-        from ..scoring import AuditLog, Policy, Scorer, load_policy
+        from ..scoring import AuditLog
 
         self.config = config
-        if scorer is None:
-            from ..models import default_model_path, load_detector
-
-            policy = load_policy(config.policy) if config.policy else Policy()
-            det = load_detector(config.model or default_model_path(), sha256=config.model_sha256)
-            scorer = Scorer(det, policy=policy)
-        if scorer.policy is None:
-            scorer.policy = Policy()
-        self.scorer = scorer
+        self.scorer = _load_scorer(config, scorer)
         self.audit = AuditLog(config.audit_log) if config.audit_log else None
         self._verifiers: dict = {}
         self._verifier_lock = threading.Lock()
@@ -238,17 +246,7 @@ class _Service:
             self.worker = _Worker(self.config, self.scorer)
             self.scorer = self.worker.scorer
         else:
-            if self.scorer is None:
-                from ..models import default_model_path, load_detector
-                from ..scoring import Policy, Scorer, load_policy
-
-                policy = load_policy(self.config.policy) if self.config.policy else Policy()
-                det = load_detector(self.config.model or default_model_path(), sha256=self.config.model_sha256)
-                self.scorer = Scorer(det, policy=policy)  # for /v1/model and policy overrides
-            if self.scorer.policy is None:
-                from ..scoring import Policy
-
-                self.scorer.policy = Policy()
+            self.scorer = _load_scorer(self.config, self.scorer)  # for /v1/model and policy overrides
             self._lanes = self._new_lanes(self.config.workers)
             self._in_flight = [0] * len(self._lanes)
         self.metrics = _Metrics(self.scorer.model_info)
@@ -350,7 +348,7 @@ class _Service:
                 if lane is None:
                     raise
                 await asyncio.get_running_loop().run_in_executor(None, self._renew_lane, lane, pool)
-                raise _Refused(503, "a scoring process died while this request waited or ran; the pool was "
+                raise _Refused(503, "a scoring process died while this request waited or ran; it was "
                                     "restarted: retry", {"Retry-After": "1"}) from None
             if state is not None:
                 state.score_s = seconds

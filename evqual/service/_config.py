@@ -63,7 +63,8 @@ class ServeConfig:
     port : int, default=8000
     workers : int, default=1
         Scoring workers: 1 scores on a thread of the server's process; more score in that many
-        processes fed from one queue, each loading and auditing the model once.
+        processes, each loading and auditing the model once (a request goes to the one its context
+        hashes to, or to the least busy).
     model : str or None
         Model folder (default: the shipped ``models/default``).
     model_sha256 : str or None
