@@ -286,6 +286,22 @@ def test_a_negated_wrong_value_is_not_refuted(judge):
     assert plain.verdict == "REFUTED" and negated.verdict != "REFUTED"
 
 
+def test_a_negation_of_a_wrong_value_is_supported_and_answers_yes(judge):
+    """issue 24: the rules judge answered NO to "did not open in 1932" where the evidence says 1937, so
+    MetaRAG's antonyms of a false factoid carried no penalty.  The negation the evidence does not share
+    ("no more than 12" against "do not take more than 8") is not made true by the other value."""
+    negated, never, right = judge.judge(["The bridge did not open in 1932.", "The bridge never opened in 1932.",
+                                         "The bridge did not open in 1937."], [[], [], []], chunks=CTX)
+    assert (negated.verdict, negated.answer) == ("SUPPORTED", "YES") and "1937" in negated.reason
+    assert never.answer == "YES"
+    assert right.answer is None  # no value differs: the probability decides, as before
+    leaflet = ["Adults: take one or two tablets every 4 to 6 hours. Do not take more than 8 tablets in 24 hours."]
+    for bound in ("Adults can take no more than 12 tablets in 24 hours.",
+                  "Adults should not take more than 12 tablets in 24 hours."):
+        j = judge.judge([bound], [[]], chunks=leaflet)[0]
+        assert j.answer is None and j.verdict != "SUPPORTED", bound
+
+
 def test_building_the_verifier_is_not_the_first_answers_latency(monkeypatch):
     """issue 24: the first answer's latency_ms included loading the claim model (0.5-1.4 s)."""
     import time

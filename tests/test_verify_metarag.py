@@ -652,3 +652,18 @@ def test_fewer_variants_than_asked_is_a_w003_warning_in_the_result_and_the_verif
     verify_file(src, out, v)
     line = json.loads(out.getvalue())
     assert [x["code"] for x in line["warnings"]] == ["W003"]
+
+
+def test_a_clear_wrong_date_is_flagged_above_the_boundary():
+    """issue 24: "opened on May 27, 1932" against "May 27, 1937" scored H = 0.5 = tau: the rules judge answered
+    NO to every antonym, its true negations included.  Now the negations are YES (penalty 1)."""
+    from evqual.verify import make_verifier
+
+    ctx = "The Golden Gate Bridge opened to traffic on May 27, 1937, after four years of construction."
+    m = make_verifier("metarag")
+    wrong = m.verify(context=ctx, output="The Golden Gate Bridge opened on May 27, 1932.")
+    right = m.verify(context=ctx, output="The Golden Gate Bridge opened on May 27, 1937.")
+    assert wrong.score > wrong.tau and wrong.flagged
+    negations = [v for v in wrong.factoids[0].variants if v.kind == "antonym" and re.search(r"\bnot\b|never", v.text)]
+    assert negations and all(v.answer == "YES" for v in negations)
+    assert right.score < right.tau and not right.flagged

@@ -17,7 +17,12 @@ things off that analysis:
   ``tau`` (the engine's contradictions are less precise than the checks').
 
 A negated statement ("did not open in 1932") does not inherit a value
-(number, unit or date) conflict: it is true when the evidence holds another value.  Otherwise the
+(number, unit or date) conflict: it is true when the evidence affirms another value, so a value check
+that fires on it makes the verdict ``SUPPORTED`` with MetaRAG's answer ``YES`` set on the judgement
+(the claim model's probability is kept as it is: the model reads a negation the evidence does not
+state as unsupported).  Only for a negated clause ("did not", "never") without a bound ("did not exceed
+50", "no more than 8": their truth depends on which way the values differ), against evidence sentences
+without a negation cue.  Otherwise the
 verdict is ``SUPPORTED`` when the probability reaches ``tau`` (seed 003's
 entailment threshold, 0.75) and ``NO_EVIDENCE`` below it.
 """
@@ -26,12 +31,20 @@ from __future__ import annotations
 
 import re
 
+from ..text import split_sentences
 from ._claim_model import claim_example, load_claim_model
 from ._types import Evidence, Judgement
 
 __all__ = ["REFUTING_CHECKS", "REFUTING_KINDS", "RulesJudge", "answer_from"]
 
 _NEGATED_RE = re.compile(r"\b(?:not|never|no|none|neither|nor|without)\b|n't\b", re.IGNORECASE)
+
+#: A negation of the clause ("did not", "never"), not of a quantity ("no more than"): the only kind whose
+#: wrong value makes the statement true.
+_CLAUSE_NEGATION_RE = re.compile(r"\b(?:not|never)\b|n't\b", re.IGNORECASE)
+#: A bound ("did not exceed 50", "not more than 8"): its truth depends on which way the values differ.
+_BOUND_RE = re.compile(r"\b(?:more|less|fewer|greater|over|under|above|below|exceed\w*|least|most|up to|than)\b",
+                       re.IGNORECASE)
 
 #: Value checks whose conflict a negated statement does not inherit ("it did not open in 1932" is true when
 #: the evidence says 1937).
@@ -132,6 +145,17 @@ class RulesJudge:
             findings = [f for sent in an.findings for f in sent if f.check in REFUTING_CHECKS]
             found = [d for c in an.reading.claims for d in c.differences if d.kind in REFUTING_KINDS]
             if negated:  # a negated wrong value is a true statement, not a refuted one
+                values = [f for f in findings if f.check in _VALUE_CHECKS]
+                if values and not any(self._negated_evidence(ex, f) for f in values) \
+                        and _CLAUSE_NEGATION_RE.search(stmt) and not _BOUND_RE.search(stmt):
+                    # the evidence affirms another value ("opened in 1937"): the negation holds.  Only when the
+                    # evidence's sentence is not negated: "no more than 12" against "not more than 8" is wrong.
+                    f = values[0]
+                    ev = self._evidence_first(ex, f.chunk, ev)
+                    out.append(Judgement("SUPPORTED", prob, ev, answer="YES",
+                                         reason=f"negated {f.check}: the evidence has {f.evidence!r}, "
+                                                f"not {f.mention!r}"))
+                    continue
                 findings = [f for f in findings if f.check not in _VALUE_CHECKS]
                 found = [d for d in found if d.cls != "value"]
             if findings:
@@ -147,6 +171,18 @@ class RulesJudge:
                 verdict = "SUPPORTED" if prob >= self.tau else "NO_EVIDENCE"
                 out.append(Judgement(verdict, prob, ev, reason=None if verdict == "SUPPORTED" else "low support"))
         return out
+
+    @staticmethod
+    def _negated_evidence(example, finding) -> bool:
+        """Whether the evidence sentence holding ``finding``'s value has a negation cue (or cannot be read)."""
+        if not 0 <= finding.chunk < len(example.chunks):
+            return True
+        c = example.chunks[finding.chunk]
+        text = example.context[c.start:c.end]
+        for a, b in split_sentences(text):
+            if a <= finding.ev_start < b:
+                return _NEGATED_RE.search(text[a:b]) is not None
+        return True
 
     @staticmethod
     def _evidence_first(example, k: int, evidence) -> list:
