@@ -302,6 +302,15 @@ def test_a_negation_of_a_wrong_value_is_supported_and_answers_yes(judge):
         assert j.answer is None and j.verdict != "SUPPORTED", bound
 
 
+def test_the_claim_verifier_keeps_a_support_the_judge_decided_by_a_check():
+    """issue 24: the judge's SUPPORTED for "did not open in 1932" (evidence: 1937) became NO_EVIDENCE in the
+    claim verifier, which re-derived every verdict but REFUTED from the probability."""
+    from evqual.verify import make_verifier
+
+    r = make_verifier("claims").verify(context=CTX, output="The Golden Gate Bridge did not open in 1932.")
+    assert [c.verdict for c in r.claims] == ["SUPPORTED"] and not r.flagged
+
+
 def test_building_the_verifier_is_not_the_first_answers_latency(monkeypatch):
     """issue 24: the first answer's latency_ms included loading the claim model (0.5-1.4 s)."""
     import time
@@ -314,7 +323,7 @@ def test_building_the_verifier_is_not_the_first_answers_latency(monkeypatch):
             real = v._parts
 
             def slow_parts(real=real):
-                time.sleep(0.4)
+                time.sleep(1.5)
                 return real()
 
             monkeypatch.setattr(v, "_parts", slow_parts)
@@ -322,12 +331,13 @@ def test_building_the_verifier_is_not_the_first_answers_latency(monkeypatch):
             real = v._mutator
 
             def slow_mutator(real=real):
-                time.sleep(0.4)
+                time.sleep(1.5)
                 return real()
 
             monkeypatch.setattr(v, "_mutator", slow_mutator)
         r = v.verify(context=["It opened in 1937."], output="It opened in 1952.", query="When did it open?")
-        assert r.error is None and r.latency_ms < 400, (method, r.latency_ms)
+        # the building sleeps 1.5 s; an answer takes ~0.01-0.3 s (more on a loaded machine: 400 ms was flaky)
+        assert r.error is None and r.latency_ms < 1500, (method, r.latency_ms)
 
 
 def test_claims_carry_p_supported_and_evidence_overlap_on_a_one_passage_context():

@@ -4,7 +4,9 @@
 -> evidence per claim (:class:`EvidenceRetriever`) -> a judge (``rules`` or
 ``llm``) -> verdicts -> factual precision, hallucination rate and tier.
 
-* A judge's ``REFUTED`` stands; otherwise a claim is ``SUPPORTED`` when the
+* A judge's ``REFUTED`` stands, and so does a ``SUPPORTED`` the judge decided
+  by a check (``answer="YES"``: the rules judge's negated clause whose value
+  the evidence states otherwise); otherwise a claim is ``SUPPORTED`` when the
   judge's probability reaches ``tau`` and ``NO_EVIDENCE`` below it (so one
   ``tau`` applies to every backend; seed 003's default 0.75).
 * factual precision = supported claims / all claims; the answer's ``score``
@@ -155,8 +157,8 @@ class ClaimVerifier:
         for c, j in zip(claims, judgements):
             if j.error:
                 errors.append(j.error)
-            verdict = j.verdict if j.verdict == "REFUTED" else ("SUPPORTED" if j.probability >= self.tau
-                                                                 else "NO_EVIDENCE")
+            verdict = j.verdict if j.verdict == "REFUTED" or (j.verdict == "SUPPORTED" and j.answer == "YES") \
+                else ("SUPPORTED" if j.probability >= self.tau else "NO_EVIDENCE")  # a check decides either way
             if j.error:
                 verdict = "NO_EVIDENCE"
             ev = [self._located(e, retr) for e in j.evidence]
