@@ -146,8 +146,8 @@ class RulesJudge:
             found = [d for c in an.reading.claims for d in c.differences if d.kind in REFUTING_KINDS]
             if negated:  # a negated wrong value is a true statement, not a refuted one
                 values = [f for f in findings if f.check in _VALUE_CHECKS]
-                if values and not any(self._negated_evidence(ex, f) for f in values) \
-                        and _CLAUSE_NEGATION_RE.search(stmt) and not _BOUND_RE.search(stmt):
+                if values and _CLAUSE_NEGATION_RE.search(stmt) and not _BOUND_RE.search(stmt) \
+                        and not any(self._negated_evidence(ex, f) for f in values):
                     # the evidence affirms another value ("opened in 1937"): the negation holds.  Only when the
                     # evidence's sentence is not negated: "no more than 12" against "not more than 8" is wrong.
                     f = values[0]
