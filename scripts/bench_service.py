@@ -14,7 +14,12 @@ same answers in this process is the throughput baseline.  ``overhead_p50_ms`` is
 worker and one client (:func:`paired_overhead`): each answer scored in-process and sent to the service
 alternately, the median of the differences, split into the scoring job's extra cost (the request's
 JSONL validated and its lines written, as ``evqual score`` does), the app around the job, and the rest
-(uvicorn, the socket, the client).
+(uvicorn, the socket, the client).  ``floor_c1_p50_ms`` measures, paired the same way, servers that score
+nothing (they parse the body and send it back): a bare ASGI app on the same uvicorn, a FastAPI route like
+the service's, that route with the service's hop to one scoring thread and back, and that hop to a thread
+kept busy as long as in-process scoring takes (p50), so that the event loop and the client wait as long as
+they wait for the service: the least overhead this HTTP stack and client can have on this machine
+(``--no-floor`` skips them).
 
 The default load generator (``--client raw``) is an asyncio driver of its own: one HTTP/1.1 keep-alive
 connection per client on asyncio streams, the bodies encoded once.  It runs on the same 2-core machine
@@ -272,14 +277,10 @@ def in_process(items, model=None) -> dict:
             "p50_ms": round(float(np.percentile(ms, 50)), 2), "p99_ms": round(float(np.percentile(ms, 99)), 2)}
 
 
-def paired_overhead(url, items, model=None, *, rounds: int = 2) -> dict:
-    """The service's per-request overhead at one client, measured in pairs: for each answer (``rounds``
-    passes, both sides warmed), in-process scoring (``Scorer.score_batch([item])``) and one request to the
-    service, in alternating order, so both see the same moment of a shared machine.  ``overhead_p50_ms``
-    is the median of the per-answer differences; its parts come from the ``Server-Timing`` header."""
-    from evqual.scoring import Scorer
-
-    scorer = Scorer.load(model)
+def _paired(url, items, scorer, rounds: int):
+    """Per answer (``rounds`` passes after a warm-up of both sides): in-process ``score_batch([item])`` and
+    one request to ``url``, in alternating order; arrays of local ms, remote ms, and the ``Server-Timing``
+    app and score ms (NaN where absent)."""
     bodies = [json.dumps(it).encode("utf-8") for it in items]
     host, port = url.rsplit("/", 1)[1].rsplit(":", 1)
 
@@ -305,22 +306,149 @@ def paired_overhead(url, items, model=None, *, rounds: int = 2) -> dict:
                         pair[side] = time.perf_counter() - t
                     local.append(pair["local"] * 1000)
                     remote.append(pair["remote"] * 1000)
-                    app.append(a)
-                    score.append(s)
+                    app.append(np.nan if a is None else a)
+                    score.append(np.nan if s is None else s)
         finally:
             await conn.close()
         return np.array(local), np.array(remote), np.array(app, dtype=float), np.array(score, dtype=float)
 
-    local, remote, app, score = asyncio.run(run())
-    med = lambda x: round(float(np.median(x)), 2)  # noqa: E731
-    return {"pairs": len(local), "in_process_p50_ms": med(local), "service_p50_ms": med(remote),
-            "overhead_p50_ms": med(remote - local),
-            "parts_p50_ms": {"scoring_job_over_in_process": med(score - local),
-                             "app_around_job": med(app - score),
-                             "uvicorn_socket_client": med(remote - app)}}
+    return asyncio.run(run())
 
 
-def bench(data=None, *, answers=400, workers=(1, 2), concurrency=(1, 8, 32), model=None, client="raw") -> dict:
+def _med(x) -> float:
+    return round(float(np.median(x)), 2)
+
+
+def paired_overhead(url, items, model=None, *, rounds: int = 2) -> dict:
+    """The service's per-request overhead at one client, measured in pairs: for each answer (``rounds``
+    passes, both sides warmed), in-process scoring (``Scorer.score_batch([item])``) and one request to the
+    service, in alternating order, so both see the same moment of a shared machine.  ``overhead_p50_ms``
+    is the median of the per-answer differences; its parts come from the ``Server-Timing`` header."""
+    from evqual.scoring import Scorer
+
+    local, remote, app, score = _paired(url, items, Scorer.load(model), rounds)
+    return {"pairs": len(local), "in_process_p50_ms": _med(local), "service_p50_ms": _med(remote),
+            "overhead_p50_ms": _med(remote - local),
+            "parts_p50_ms": {"scoring_job_over_in_process": _med(score - local),
+                             "app_around_job": _med(app - score),
+                             "uvicorn_socket_client": _med(remote - app)}}
+
+
+# ------------------------------------------------------------------ the HTTP floor
+FLOOR_KINDS = ("asgi", "fastapi", "fastapi_thread", "fastapi_thread_job")
+
+
+def _busy(seconds: float, body: bytes):
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+    return json.loads(body)
+
+
+def _floor_app(kind: str, job_ms: float = 0.0):
+    """A server that scores nothing, for the floor of the overhead: it reads the request's body, parses
+    it as JSON and answers the body back, as a bare ASGI app (``asgi``), as a FastAPI route like the
+    service's (``fastapi``), as that route with the service's hop to a scoring thread and back
+    (``fastapi_thread``, the parse done there), or with that thread busy for ``job_ms`` first
+    (``fastapi_thread_job``: a job as long as scoring, so the event loop and the client sleep as long as
+    they do for the service).  Same uvicorn, same client, same bodies as the service."""
+    if kind == "asgi":
+        async def app(scope, receive, send):
+            if scope["type"] == "lifespan":
+                while True:
+                    msg = await receive()
+                    if msg["type"] == "lifespan.startup":
+                        await send({"type": "lifespan.startup.complete"})
+                    else:
+                        await send({"type": "lifespan.shutdown.complete"})
+                        return
+            if scope["type"] != "http":
+                return
+            chunks, more = [], True
+            while more:
+                msg = await receive()
+                chunks.append(msg.get("body", b""))
+                more = msg.get("more_body", False)
+            body = b"".join(chunks)
+            json.loads(body)
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", b"application/json"),
+                                    (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+        return app
+
+    import concurrent.futures
+
+    import fastapi
+    from fastapi.responses import Response
+
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1) if kind.startswith("fastapi_thread") else None
+    app = fastapi.FastAPI(docs_url=None, redoc_url=None)
+
+    async def score(request):
+        body = await request.body()
+        if pool is None:
+            json.loads(body)
+        else:
+            await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(pool, _busy, job_ms / 1000, body), 60)
+        return Response(body, media_type="application/json")
+
+    score.__annotations__ = {"request": fastapi.Request}  # not a string (this module's annotations are)
+    app.post("/v1/score")(score)
+    return app
+
+
+def _serve_floor(kind: str, port: int, job_ms: float) -> None:
+    import uvicorn
+
+    uvicorn.run(_floor_app(kind, job_ms), host="127.0.0.1", port=port, log_level="warning",
+                timeout_graceful_shutdown=None)
+
+
+class _FloorService(_Service):
+    def __init__(self, kind: str, job_ms: float = 0.0):
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--floor-server", kind,
+                                      str(self.port), str(job_ms)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def wait_ready(self, timeout: float = 60.0):
+        if self.proc.poll() is None:
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                try:
+                    with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                        return
+                except OSError:
+                    if self.proc.poll() is not None:
+                        break
+                    time.sleep(0.1)
+        raise RuntimeError(f"the floor server did not start: {self.proc.stderr.read()[-2000:]}")
+
+
+def paired_floor(items, model=None, *, rounds: int = 2, kinds=FLOOR_KINDS, job_ms: float = 0.0) -> dict:
+    """The overhead's floor on this machine: p50 ms of a request to each :func:`_floor_app` (nothing
+    scored), paired with in-process scoring exactly as :func:`paired_overhead` pairs the service; for
+    ``fastapi_thread_job`` the p50 of the request's time less its ``job_ms`` busy job."""
+    from evqual.scoring import Scorer
+
+    scorer = Scorer.load(model)
+    out = {}
+    for kind in kinds:
+        svc = _FloorService(kind, job_ms if kind == "fastapi_thread_job" else 0.0)
+        try:
+            svc.wait_ready()
+            _, remote, _, _ = _paired(svc.url, items, scorer, rounds)
+        finally:
+            svc.stop()
+        out[kind] = _med(remote - (job_ms if kind == "fastapi_thread_job" else 0.0))
+    out["job_ms"] = job_ms
+    return out
+
+
+def bench(data=None, *, answers=400, workers=(1, 2), concurrency=(1, 8, 32), model=None, client="raw",
+          floor=True) -> dict:
     items = _items(data, answers)
     out = {"answers": len(items), "cpu_count": os.cpu_count(), "client": client,
            "in_process": in_process(items, model), "runs": []}
@@ -334,6 +462,9 @@ def bench(data=None, *, answers=400, workers=(1, 2), concurrency=(1, 8, 32), mod
                 out["runs"].append({"workers": w, "concurrency": c, **_summary(lat, st, wall, server)})
             if w == 1:
                 out["paired_c1"] = paired_overhead(svc.url, items, model)
+                if floor:
+                    out["floor_c1_p50_ms"] = paired_floor(items, model,
+                                                          job_ms=out["paired_c1"]["in_process_p50_ms"])
             if w == workers[0] and client == "raw":  # what a Python caller on httpx sees, for comparison
                 lat, st, wall, server = asyncio.run(_drive(svc.url, items, 1, client="httpx"))
                 out["httpx_client_c1"] = {"workers": w, "concurrency": 1, **_summary(lat, st, wall, server)}
@@ -389,7 +520,14 @@ def main(argv=None) -> int:
     ap.add_argument("--client", choices=("raw", "httpx"), default="raw",
                     help="load generator: raw (asyncio streams, HTTP/1.1 keep-alive; default) or httpx")
     ap.add_argument("--json", default=None, help="also write the result here")
+    ap.add_argument("--no-floor", action="store_true",
+                    help="skip the floor runs (servers that score nothing: a bare ASGI app, a FastAPI route, "
+                         "and that route with the hop to a scoring thread)")
+    ap.add_argument("--floor-server", nargs=3, metavar=("KIND", "PORT", "JOB_MS"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.floor_server:
+        _serve_floor(args.floor_server[0], int(args.floor_server[1]), float(args.floor_server[2]))
+        return 0
     try:
         workers = tuple(int(x) for x in args.workers.split(","))
         conc = tuple(int(x) for x in args.concurrency.split(","))
@@ -408,7 +546,7 @@ def main(argv=None) -> int:
                        sample=args.sample, model=args.model, client=args.client)
         else:
             res = bench(args.data, answers=args.answers, workers=workers, concurrency=conc, model=args.model,
-                        client=args.client)
+                        client=args.client, floor=not args.no_floor)
     except (RuntimeError, OSError, ValueError) as exc:
         print(f"bench_service: {exc}", file=sys.stderr)
         return 2

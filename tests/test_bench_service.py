@@ -35,6 +35,33 @@ def test_load_runs_against_in_process(tmp_path):
     parts = paired["parts_p50_ms"]  # from the Server-Timing header of every answer
     assert set(parts) == {"scoring_job_over_in_process", "app_around_job", "uvicorn_socket_client"}
     assert all(x["server_score_p50_ms"] <= x["server_app_p50_ms"] for x in res["runs"])
+    floor = res["floor_c1_p50_ms"]  # servers that score nothing, paired the same way
+    assert set(floor) == {"asgi", "fastapi", "fastapi_thread", "fastapi_thread_job", "job_ms"}
+    assert floor["job_ms"] == paired["in_process_p50_ms"]
+    assert all(floor[k] > 0 for k in ("asgi", "fastapi", "fastapi_thread"))
+    assert floor["fastapi_thread_job"] > -1  # less the busy job's length: it ran (else about -job_ms)
+
+
+def test_no_floor_skips_the_floor_servers(tmp_path):
+    out = tmp_path / "svc.json"
+    r = _run("--answers", "2", "--workers", "1", "--concurrency", "1", "--no-floor", "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "floor_c1_p50_ms" not in json.loads(out.read_text())
+
+
+def test_floor_servers_answer_the_body_back():
+    import importlib.util
+
+    pytest.importorskip("httpx")
+    spec = importlib.util.spec_from_file_location("bench_service", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    from starlette.testclient import TestClient
+
+    for kind in mod.FLOOR_KINDS:
+        with TestClient(mod._floor_app(kind, job_ms=1.0)) as client:
+            r = client.post("/v1/score", content=b'{"a": 1}')
+            assert r.status_code == 200 and r.json() == {"a": 1}, kind
 
 
 def test_raw_client_reads_status_and_headers_and_recovers_from_a_dead_peer():
