@@ -262,9 +262,7 @@ def _summary(latencies, statuses, wall, server=()):
 
 def in_process(items, model=None) -> dict:
     """Scoring each item alone in this process (``Scorer.score_batch([item])``), warmed once."""
-    from evqual.scoring import Scorer
-
-    scorer = Scorer.load(model)
+    scorer = _scorer(model)
     for it in items:
         scorer.score_batch([it])
     times = []
@@ -319,14 +317,24 @@ def _med(x) -> float:
     return round(float(np.median(x)), 2)
 
 
+_SCORERS: dict = {}
+
+
+def _scorer(model=None):
+    """The in-process scorer of ``model``, loaded once per run (the baseline, the pairs and the floors)."""
+    if model not in _SCORERS:
+        from evqual.scoring import Scorer
+
+        _SCORERS[model] = Scorer.load(model)
+    return _SCORERS[model]
+
+
 def paired_overhead(url, items, model=None, *, rounds: int = 2) -> dict:
     """The service's per-request overhead at one client, measured in pairs: for each answer (``rounds``
     passes, both sides warmed), in-process scoring (``Scorer.score_batch([item])``) and one request to the
     service, in alternating order, so both see the same moment of a shared machine.  ``overhead_p50_ms``
     is the median of the per-answer differences; its parts come from the ``Server-Timing`` header."""
-    from evqual.scoring import Scorer
-
-    local, remote, app, score = _paired(url, items, Scorer.load(model), rounds)
+    local, remote, app, score = _paired(url, items, _scorer(model), rounds)
     return {"pairs": len(local), "in_process_p50_ms": _med(local), "service_p50_ms": _med(remote),
             "overhead_p50_ms": _med(remote - local),
             "parts_p50_ms": {"scoring_job_over_in_process": _med(score - local),
@@ -431,18 +439,17 @@ def paired_floor(items, model=None, *, rounds: int = 2, kinds=FLOOR_KINDS, job_m
     """The overhead's floor on this machine: p50 ms of a request to each :func:`_floor_app` (nothing
     scored), paired with in-process scoring exactly as :func:`paired_overhead` pairs the service; for
     ``fastapi_thread_job`` the p50 of the request's time less its ``job_ms`` busy job."""
-    from evqual.scoring import Scorer
-
-    scorer = Scorer.load(model)
+    scorer = _scorer(model)
     out = {}
     for kind in kinds:
-        svc = _FloorService(kind, job_ms if kind == "fastapi_thread_job" else 0.0)
+        busy = job_ms if kind == "fastapi_thread_job" else 0.0
+        svc = _FloorService(kind, busy)
         try:
             svc.wait_ready()
             _, remote, _, _ = _paired(svc.url, items, scorer, rounds)
         finally:
             svc.stop()
-        out[kind] = _med(remote - (job_ms if kind == "fastapi_thread_job" else 0.0))
+        out[kind] = _med(remote - busy)
     out["job_ms"] = job_ms
     return out
 
@@ -522,7 +529,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default=None, help="also write the result here")
     ap.add_argument("--no-floor", action="store_true",
                     help="skip the floor runs (servers that score nothing: a bare ASGI app, a FastAPI route, "
-                         "and that route with the hop to a scoring thread)")
+                         "that route with the hop to a thread, and that thread busy as long as scoring)")
     ap.add_argument("--floor-server", nargs=3, metavar=("KIND", "PORT", "JOB_MS"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.floor_server:
