@@ -126,6 +126,17 @@ def _why(exc: BaseException) -> str:
     return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
 
 
+def _crossfit_arg(value: str) -> int:
+    """argparse type of --crossfit: an integer of at least 2."""
+    try:
+        k = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 2; got {value[:40]!r}") from None
+    if k < 2:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 2 (folds); got {k}")
+    return k
+
+
 def _sha256_arg(value: str) -> str:
     """argparse type of --model-sha256: 64 hexadecimal characters, lower-cased."""
     import re
@@ -199,6 +210,10 @@ def _add_fit_options(parser) -> None:
     parser.add_argument("--compose", choices=COMPOSITIONS, default="bounds",
                         help="bounds: keep an answer's risk between its riskiest sentence's calibrated risk and "
                              "their sum (default); none: the calibrated answer risk alone (Detector(compose=...))")
+    parser.add_argument("--crossfit", type=_crossfit_arg, default=None, metavar="K",
+                        help="cross-fit calibration and thresholds: K models each score a fold of the validation "
+                             "split out of fold, the maps are fitted on all of it, the final model on every row "
+                             "(K+1 fits; Detector(crossfit=K); default: one validation part)")
 
 
 def _add_verify_options(parser) -> None:
@@ -590,7 +605,7 @@ def cmd_evaluate(args) -> int:
             res = evaluate(result, method=args.method, protocol=args.protocol, frame=frame, featurize_seconds=seconds,
                            calibration=args.calibration, threshold_rule=args.threshold_rule, n_splits=args.folds,
                            augment=args.augment, builder=builder, evidence_floor=not args.no_evidence_floor,
-                           compose=args.compose)
+                           compose=args.compose, crossfit=args.crossfit)
     except ValueError as exc:
         print(f"evqual evaluate: error: {exc}", file=sys.stderr)
         return EXIT_DATA
@@ -637,7 +652,8 @@ def cmd_train(args) -> int:
             det = fit_detector(result, method=args.method, calibration=args.calibration,
                                threshold_rule=args.threshold_rule, entity_backend=args.entity_backend,
                                validation_split=args.validation_split, augment=args.augment,
-                               evidence_floor=not args.no_evidence_floor, compose=args.compose)
+                               evidence_floor=not args.no_evidence_floor, compose=args.compose,
+                               crossfit=args.crossfit)
     except MissingDependencyError as exc:
         print(f"evqual train: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..models import Detector, FrameBuilder, MethodSpec, get_method, validation_split
+from ..models import Detector, FrameBuilder, MethodSpec, crossfit_folds, get_method, validation_split
 from ..models import SENT, TOK
 from ..models import project_sentences, span_scores
 from ._metrics import binary_metrics, grouped_metrics, type_metrics
@@ -44,7 +44,7 @@ def evaluate(data=None, method: str = "evqual", protocol: str = "cv5", *, frame=
              calibration: str = "sigmoid", threshold_rule: str = "f1", random_state: int = 42,
              n_splits: int = 5, entity_backend: str = "regex", progress=None, augment: str | None = None,
              augment_rate: float = 0.5, builder=None, evidence_floor: bool | str = True,
-             compose: str = "bounds") -> EvaluationResult:
+             compose: str = "bounds", crossfit: int | None = None) -> EvaluationResult:
     """Evaluate ``method`` under ``protocol`` (see :mod:`evqual.evaluation._protocols`).
 
     Parameters
@@ -70,6 +70,10 @@ def evaluate(data=None, method: str = "evqual", protocol: str = "cv5", *, frame=
         Passed to :class:`~evqual.models.Detector`.
     compose : {"bounds", "none"}, default="bounds"
         Passed to :class:`~evqual.models.Detector`.
+    crossfit : int or None, default=None
+        Passed to :class:`~evqual.models.Detector`: each fold's calibration and thresholds are cross-fitted
+        over the whole of its validation pool (under ``cv5`` the training side's test-split rows) with this many
+        inner folds, and its model refitted on the whole training side; the held-out fold is never seen.
     augment_rate : float, default=0.5
     builder : FrameBuilder, optional
         The builder that made ``frame`` (from :func:`build_frame`); used to
@@ -94,16 +98,27 @@ def evaluate(data=None, method: str = "evqual", protocol: str = "cv5", *, frame=
     n_pred = 0
     for fold, train_idx, test_idx in protocol_splits(frame, protocol, n_splits=n_splits,
                                                      random_state=random_state):
-        fit_idx, val_idx = _validation(frame, train_idx, protocol, random_state)
         det = Detector(spec, calibration=calibration, threshold_rule=threshold_rule,
                        random_state=random_state, entity_backend=entity_backend, evidence_floor=evidence_floor,
-                       compose=compose)
-        fit_frame = frame.iloc[fit_idx]
-        if augmented is not None:
-            aug_frame, parents = augmented
-            keep = np.flatnonzero(np.isin(parents, frame["id"].to_numpy()[fit_idx]))
-            fit_frame = pd.concat([fit_frame, aug_frame.iloc[keep]], ignore_index=True)
-        det.fit_frames(fit_frame, frame.iloc[val_idx])
+                       compose=compose, crossfit=crossfit)
+
+        def fitting_frame(idx):
+            fit_frame = frame.iloc[idx]
+            if augmented is not None:
+                aug_frame, parents = augmented
+                keep = np.flatnonzero(np.isin(parents, frame["id"].to_numpy()[idx]))
+                fit_frame = pd.concat([fit_frame, aug_frame.iloc[keep]], ignore_index=True)
+            return fit_frame
+
+        if crossfit is not None:
+            # the validation pool as _validation draws it: the training side's test-split rows under cv5
+            side = frame.iloc[train_idx]
+            folds = crossfit_folds(side, crossfit, validation_pool="test" if protocol == "cv5" else None,
+                                   random_state=random_state)
+            det.fit_crossfit_frames(side, folds, lambda idx, t=train_idx: fitting_frame(t[idx]))
+        else:
+            fit_idx, val_idx = _validation(frame, train_idx, protocol, random_state)
+            det.fit_frames(fitting_frame(fit_idx), frame.iloc[val_idx])
         test = frame.iloc[test_idx]
         start = time.perf_counter()
         risk = det.predict_proba_frame(test)

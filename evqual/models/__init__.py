@@ -19,6 +19,7 @@ from ._detector import (
     Detector,
     check_training_data,
     compose_risks,
+    crossfit_folds,
     evidence_floors,
     grouped_folds,
     seed002_objective,
@@ -138,5 +139,6 @@ __all__ = [
     "span_scores",
     "tokens_to_spans",
     "training_split",
+    "crossfit_folds",
     "validation_split",
 ]

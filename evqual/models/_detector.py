@@ -24,6 +24,7 @@ from sklearn.calibration import CalibratedClassifierCV
 from sklearn.frozen import FrozenEstimator
 from sklearn.metrics import f1_score, make_scorer, precision_score, recall_score
 from sklearn.model_selection import FixedThresholdClassifier, StratifiedGroupKFold, TunedThresholdClassifierCV
+from sklearn.utils.metaestimators import available_if
 
 from ._fasttrees import fast_calibrate, fast_decision, fast_proba
 from ._frame import CLAIM, TOK, FrameBuilder
@@ -31,7 +32,7 @@ from ._methods import RESPONSE_FALLBACK, MethodSpec, get_method
 from ._spans import tokens_to_spans
 
 __all__ = ["Detector", "Detections", "THRESHOLD_RULES", "CALIBRATIONS", "COMPOSITIONS", "compose_risks",
-           "seed002_objective", "validation_split",
+           "seed002_objective", "validation_split", "crossfit_folds",
            "CALIBRATION_FOLDS", "check_training_data", "training_needs"]
 
 CALIBRATIONS = ("sigmoid", "isotonic", "none")
@@ -242,6 +243,133 @@ def training_split(frame, *, validation_pool: str | None = None, validation_size
         rest = rest[~np.isin(sources[rest], sources[val_idx])]
         return np.concatenate([fit_idx, rest]), val_idx
     return validation_split(frame, all_idx, size=validation_size, random_state=random_state)
+
+
+def crossfit_folds(frame, n_folds: int, *, validation_pool: str | None = None,
+                   random_state: int = 42) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Row indices ``(fit, validation)`` per fold of a cross-fitted detector (:meth:`Detector.fit` with
+    ``crossfit=n_folds``).
+
+    The validation parts are ``n_folds`` grouped folds (by ``source_id``, stratified by task and label) of
+    the rows of split ``validation_pool`` (of all rows without one): together they are that split, each row
+    once.  A fold's fitting part is every row of another source, of any split.
+
+    Examples
+    --------
+    >>> from evqual.data import load_sample
+    >>> from evqual.models import FrameBuilder, crossfit_folds
+    >>> frame = FrameBuilder().fit_transform(load_sample())
+    >>> folds = crossfit_folds(frame, 3)
+    >>> sorted(int(i) for _, v in folds for i in v) == list(range(len(frame)))
+    True
+    """
+    if isinstance(n_folds, bool) or not isinstance(n_folds, (int, np.integer)) or n_folds < 2:
+        raise ValueError(f"n_folds must be an integer >= 2; got {n_folds!r}")
+    all_idx = np.arange(len(frame))
+    split = frame["split"].astype(str).to_numpy()
+    pool = all_idx[split == validation_pool] if validation_pool is not None and (split == validation_pool).any() \
+        else all_idx
+    sub = frame.iloc[pool]
+    strata = (sub["task_type"].astype(str) + "|" + sub["label"].astype(str)).to_numpy()
+    groups = sub["source_id"].to_numpy()
+    if len(np.unique(groups)) < n_folds:
+        raise ValueError(f"need at least {n_folds} sources to cross-fit {n_folds} folds; got "
+                         f"{len(np.unique(groups))}")
+    sources = frame["source_id"].to_numpy()
+    folds = []
+    for _, val_pos in grouped_folds(int(n_folds), random_state).split(pool, strata, groups):
+        val_idx = pool[val_pos]
+        folds.append((all_idx[~np.isin(sources, sources[val_idx])], val_idx))
+    return folds
+
+
+def _pop_oof(model):
+    """The transient out-of-fold sentence and claim risks a fitted model keeps for a span tagger (never saved)."""
+    return model.__dict__.pop("oof_sentence_risks_", None), model.__dict__.pop("oof_claim_risks_", None)
+
+
+class _CrossFitted(ClassifierMixin, BaseEstimator):
+    """Fold models behind one model: each row is scored by the model of its source's fold.
+
+    Used only while a cross-fitted :class:`Detector` fits its calibration and thresholds (never saved):
+    every row of the pooled validation part gets the score of the one model that did not see its source.
+    """
+
+    def __init__(self, models, fold_of):
+        self.models = models
+        self.fold_of = fold_of
+        self.classes_ = np.array([0, 1])
+        self.uses_claim_risks_ = getattr(models[0], "uses_claim_risks_", False)
+
+    def __sklearn_is_fitted__(self):
+        return True
+
+    def fit(self, X=None, y=None):
+        """Nothing to fit: the fold models are fitted (scikit-learn's wrappers want the method)."""
+        return self
+
+    def _parts(self, frame):
+        folds = np.array([self.fold_of[s] for s in frame["source_id"].to_numpy()], dtype=int)
+        return [(j, np.flatnonzero(folds == j)) for j in range(len(self.models)) if (folds == j).any()]
+
+    def _route(self, name, frame, *per_row, per_row_kw=None, **kwargs):
+        """``models[j].name(rows of fold j, ...)`` for each fold, put back in row order (tuples element-wise).
+
+        ``per_row`` (positional) and ``per_row_kw`` (keyword) hold one item per row of ``frame``."""
+        n = len(frame)
+        out = None
+        for j, pos in self._parts(frame):
+            args = [None if a is None else [a[i] for i in pos] for a in per_row]
+            kw = {k: None if a is None else [a[i] for i in pos] for k, a in (per_row_kw or {}).items()}
+            got = getattr(self.models[j], name)(frame.iloc[pos], *args, **kw, **kwargs)
+            if got is None:
+                return None
+            parts = got if isinstance(got, tuple) else (got,)
+            if out is None:
+                out = [None if p is None else ([None] * n if isinstance(p, list) else
+                                                np.zeros((n,) + np.shape(p)[1:], dtype=np.asarray(p).dtype))
+                       for p in parts]
+            for k, p in enumerate(parts):
+                if p is None or out[k] is None:
+                    out[k] = None
+                elif isinstance(out[k], list):
+                    for i, v in zip(pos, p):
+                        out[k][i] = v
+                else:
+                    out[k][pos] = p
+        if out is None:
+            return None
+        return tuple(out) if len(out) > 1 else out[0]
+
+    def predict_proba(self, X):
+        return self._route("predict_proba", X)
+
+    def predict(self, X):
+        return (self.predict_proba(X)[:, 1] >= 0.5).astype(int)
+
+    @available_if(lambda self: hasattr(self.models[0], "decision_function"))
+    def decision_function(self, X):
+        return self._route("decision_function", X)
+
+    @available_if(lambda self: hasattr(self.models[0], "predict_all"))
+    def predict_all(self, X):
+        return self._route("predict_all", X)
+
+    @available_if(lambda self: hasattr(self.models[0], "predict_proba_and_sentences"))
+    def predict_proba_and_sentences(self, X):
+        return self._route("predict_proba_and_sentences", X)
+
+    @available_if(lambda self: hasattr(self.models[0], "sentence_proba"))
+    def sentence_proba(self, X):
+        return self._route("sentence_proba", X)
+
+    @available_if(lambda self: hasattr(self.models[0], "claim_proba"))
+    def claim_proba(self, X):
+        return self._route("claim_proba", X)
+
+    @available_if(lambda self: hasattr(self.models[0], "token_proba"))
+    def token_proba(self, frame, sentence_risks=None, *, gate: float = 0.0, claim_risks=None):
+        return self._route("token_proba", frame, sentence_risks, per_row_kw={"claim_risks": claim_risks}, gate=gate)
 
 
 FLOOR_MODES = ("binding", "fired")
@@ -492,13 +620,25 @@ class Detector:
         scale; the answer threshold is tuned on the composed risks and the
         sentence threshold on the calibrated sentence risks.  ``"none"``
         keeps raw sentence scores and the answer risk as calibrated.
+    crossfit : int or None, default=None
+        Cross-fit the calibration and thresholds (:meth:`fit` without
+        ``validation``): ``crossfit`` grouped folds of the validation pool
+        (``validation_pool``'s split, else every row) are each scored by a
+        model fitted on every other source, every map and threshold is fitted
+        on those out-of-fold scores of the whole pool, and :attr:`model_` is
+        then refitted on all rows (:meth:`fit_crossfit_frames`).  Fitting
+        costs ``crossfit + 1`` fits; prediction costs the same.  ``None``:
+        the model is fitted on the rows outside one validation part
+        (``validation_size`` of the sources, or 25% of the pool) and the maps
+        on that part alone, so which part was drawn moves the threshold.
 
     Attributes
     ----------
     model_ : classifier
         The method fitted on the training part.
-    classifier_ : TunedThresholdClassifierCV or FixedThresholdClassifier
-        The calibration and threshold-tuning result (not saved with the model).
+    classifier_ : TunedThresholdClassifierCV or FixedThresholdClassifier or None
+        The calibration and threshold-tuning result (not saved with the model;
+        ``None`` after cross-fitting, whose wrappers held the fold models).
     calibrator_ : object or None
         The fitted calibration map of the positive-class score.
     threshold_ : float
@@ -537,7 +677,7 @@ class Detector:
     def __init__(self, method: str, *, calibration: str = "sigmoid", threshold_rule: str = "f1",
                  entity_backend: str = "regex", validation_size: float = 0.2, random_state: int = 42,
                  exclude_implicit_true: bool = False, augment: str | None = None, augment_rate: float = 0.5,
-                 evidence_floor: bool | str = True, compose: str = "bounds"):
+                 evidence_floor: bool | str = True, compose: str = "bounds", crossfit: int | None = None):
         self.method = method
         self.calibration = calibration
         self.threshold_rule = threshold_rule
@@ -549,10 +689,12 @@ class Detector:
         self.augment_rate = augment_rate
         self.evidence_floor = evidence_floor
         self.compose = compose
+        self.crossfit = crossfit
 
     compose = "none"  # detectors saved before the parameter existed load without composition
     sentence_calibrator_ = None
     claim_threshold_ = None
+    crossfit = None  # detectors saved before the parameter existed were fitted on one validation part
 
     @property
     def spec(self):
@@ -573,6 +715,10 @@ class Detector:
         if getattr(self, "compose", "none") not in COMPOSITIONS:
             raise ValueError(f"compose must be one of {COMPOSITIONS}; got {self.compose!r}")
         _floor_mode(getattr(self, "evidence_floor", True))
+        crossfit = getattr(self, "crossfit", None)
+        if crossfit is not None and (isinstance(crossfit, bool) or not isinstance(crossfit, (int, np.integer))
+                                     or crossfit < 2):
+            raise ValueError(f"crossfit must be None or an integer >= 2; got {crossfit!r}")
 
     # ------------------------------------------------------------------ fitting
     def fit(self, examples, validation=None, *, validation_pool: str | None = None):
@@ -594,11 +740,20 @@ class Detector:
         examples = as_examples(examples)
         self.builder_ = FrameBuilder(entity_backend=self.entity_backend,
                                      exclude_implicit_true=self.exclude_implicit_true)
+        crossfit = getattr(self, "crossfit", None)
+        if crossfit is not None and validation is not None:
+            raise ValueError("crossfit scores its own validation rows out of fold; it cannot be combined "
+                             "with validation=: pass one or the other")
         if validation is None:
             frame = self.builder_.fit_transform(examples)
             check_training_data(frame["label"].to_numpy(), frame["source_id"].to_numpy(),
-                                n_splits=max(2, int(round(1.0 / self.validation_size))),
+                                n_splits=max(2, int(round(1.0 / self.validation_size)), crossfit or 0),
                                 calibration=self.calibration)
+            if crossfit is not None:
+                folds = crossfit_folds(frame, crossfit, validation_pool=validation_pool,
+                                       random_state=self.random_state)
+                return self.fit_crossfit_frames(
+                    frame, folds, lambda idx: self._augmented(frame.iloc[idx], [examples[i] for i in idx]))
             fit_idx, val_idx = training_split(frame, validation_pool=validation_pool,
                                               validation_size=self.validation_size, random_state=self.random_state)
             train = self._augmented(frame.iloc[fit_idx], [examples[i] for i in fit_idx])
@@ -632,10 +787,89 @@ class Detector:
         records it and a :class:`~evqual.errors.ResponseLevelFallbackWarning` says so.
         """
         self._check()
-        y_train = train["label"].astype(int).to_numpy()
-        y_val = val["label"].astype(int).to_numpy()
-        majority = CALIBRATION_FOLDS if self.calibration != "none" else 1
-        for part, y, rows, most in (("training part", y_train, train, 1), ("validation part", y_val, val, majority)):
+        self._check_parts(("training part", train, 1), ("validation part", val, self._majority()))
+        self._fallback_without_spans(train)
+        self.model_ = self.spec.make().fit(train, train["label"].astype(int).to_numpy())
+        oof, claim_oof = _pop_oof(self.model_)
+        self._fit_maps(val, floor_frames=(train, val), train_oof=(train, oof))
+        self.span_tagger_, self.span_threshold_, self.span_gate_ = None, None, 0.0
+        tagger = self._new_span_tagger(train, oof, claim_oof)
+        if tagger is not None:
+            self._tune_span_tagger(tagger, val)
+        self.n_train_, self.n_validation_ = len(train), len(val)
+        return self
+
+    def fit_crossfit_frames(self, frame, folds, train_of=None):
+        """Cross-fitted calibration and thresholds: every row of the folds' validation parts is scored out of
+        fold, the maps are fitted on all of them, and the final model on every row.
+
+        Parameters
+        ----------
+        frame : DataFrame
+            The detector frame (:class:`~evqual.models.FrameBuilder`) of every training row.
+        folds : list of (fit_idx, val_idx)
+            Row positions in ``frame``; the validation parts are disjoint and share no ``source_id`` with
+            their fitting parts (:func:`crossfit_folds`).
+        train_of : callable, optional
+            ``train_of(idx)`` gives the fitting frame of rows ``idx`` (default ``frame.iloc[idx]``; with
+            ``augment``, :meth:`fit` adds the rows' contrastive edits).
+
+        For each fold a model is fitted on its fitting part and scores its validation part; the calibration
+        map, the sentence calibrator, the evidence floors' binding risks, the thresholds (answer, sentence,
+        claim) and the span tagger's threshold and gate are fitted on the pooled out-of-fold scores of every
+        validation row (a span tagger per fold, fitted as :meth:`fit_frames` fits it).  Then :attr:`model_`
+        (and the span tagger) are refitted on all rows: prediction costs what it costs without
+        cross-fitting; fitting costs ``len(folds) + 1`` fits.
+        """
+        self._check()
+        if train_of is None:
+            def train_of(idx):
+                return frame.iloc[idx]
+        if len(folds) < 2:
+            raise ValueError(f"cross-fitting needs at least 2 folds; got {len(folds)}")
+        pool = np.concatenate([np.asarray(v) for _, v in folds])
+        if len(np.unique(pool)) != len(pool):
+            raise ValueError("the folds' validation parts overlap")
+        sources = frame["source_id"].to_numpy()
+        fold_of = {}
+        for j, (fit_idx, val_idx) in enumerate(folds):
+            if np.isin(sources[np.asarray(fit_idx)], sources[np.asarray(val_idx)]).any():
+                raise ValueError(f"fold {j}: a source is on both sides of the split")
+            fold_of.update((s, j) for s in sources[np.asarray(val_idx)])
+        val = frame.iloc[pool]
+        train = train_of(np.arange(len(frame)))
+        self._check_parts(("training data", train, 1), ("pooled validation part", val, self._majority()))
+        self._fallback_without_spans(train)
+        parts = []
+        for j, (fit_idx, val_idx) in enumerate(folds):
+            part = train_of(np.asarray(fit_idx))
+            self._check_parts((f"fitting part of fold {j}", part, 1))
+            model = self.spec.make().fit(part, part["label"].astype(int).to_numpy())
+            parts.append((part, model, *_pop_oof(model)))
+        self.model_ = _CrossFitted([m for _, m, _, _ in parts], fold_of)
+        self._fit_maps(val, floor_frames=(train,), train_oof=None)
+        self.span_tagger_, self.span_threshold_, self.span_gate_ = None, None, 0.0
+        taggers = [self._new_span_tagger(part, oof, claim_oof) for part, _, oof, claim_oof in parts]
+        del parts
+        if taggers and all(t is not None for t in taggers):
+            self._tune_span_tagger(_CrossFitted(taggers, fold_of), val)
+        del taggers
+        # the wrappers hold the fold models; only the fitted maps and thresholds are kept
+        self.classifier_ = None
+        self.model_ = self.spec.make().fit(train, train["label"].astype(int).to_numpy())
+        oof, claim_oof = _pop_oof(self.model_)
+        if self.span_tagger_ is not None:
+            self.span_tagger_ = self._new_span_tagger(train, oof, claim_oof)
+        self.n_train_, self.n_validation_ = len(train), len(val)
+        return self
+
+    def _majority(self) -> int:
+        return CALIBRATION_FOLDS if self.calibration != "none" else 1
+
+    def _check_parts(self, *parts):
+        """Each ``(name, frame, most)``: both labels, and ``most`` rows of one of them."""
+        for part, rows, most in parts:
+            y = rows["label"].astype(int).to_numpy()
             pos = int(y.sum())
             if min(pos, len(y) - pos) < 1 or max(pos, len(y) - pos) < most:
                 from ..errors import TrainingDataError
@@ -647,6 +881,8 @@ class Detector:
                        f"{CALIBRATION_FOLDS}-fold)" if most > 1 else "")
                     + "; add rows (and sources)", rows=len(y), positives=pos,
                     sources=len(set(rows["source_id"])) if "source_id" in rows.columns else 0)
+
+    def _fallback_without_spans(self, train):
         self.fallback_ = None
         variant = RESPONSE_FALLBACK.get(self.spec.name)
         if variant is not None and not _has_sentence_labels(train):
@@ -657,10 +893,16 @@ class Detector:
             reason = (f"the training data have answer labels but no spans, and '{self.spec.name}' learns from "
                       f"sentence labels; trained the response-level variant '{variant}' (no sentence risks, "
                       "sentence threshold or character spans)")
-            warnings.warn(reason, ResponseLevelFallbackWarning, stacklevel=2)
+            warnings.warn(reason, ResponseLevelFallbackWarning, stacklevel=3)
             self.fallback_ = {"from": self.spec.name, "to": variant, "reason": reason}
             self.method = variant
-        self.model_ = self.spec.make().fit(train, y_train)
+
+    def _fit_maps(self, val, *, floor_frames, train_oof):
+        """Calibration maps, evidence floors and thresholds from :attr:`model_`'s scores of ``val``.
+
+        ``floor_frames``: the rows whose check firings set the floors; ``train_oof``: ``(training frame,
+        its out-of-fold sentence risks)`` for binding floors, or ``None``."""
+        y_val = val["label"].astype(int).to_numpy()
         frozen = FrozenEstimator(self.model_)
         if self.calibration == "none":
             calibrated = frozen
@@ -684,14 +926,14 @@ class Detector:
             # evqual's own methods only: the seeds' baselines are reproduced as their seeds describe them;
             # composed, a check floors the sentence it fired on (the answer is at least its riskiest sentence)
             level = "sentence" if self.sentence_calibrator_ is not None else "answer"
-            frames, risks = (train, val), None
+            frames, risks = floor_frames, None
             if mode == "binding" and level == "sentence":
                 # the unfloored calibrated sentence risks: out-of-fold on the fitting part when the model
                 # keeps them, the fitted model's on the validation part
                 val_risks = self._calibrate_sentences(self.model_.sentence_proba(val))
-                oof = self.model_.__dict__.get("oof_sentence_risks_")
+                train, oof = train_oof if train_oof is not None else (None, None)
                 if oof is not None and len(oof) == len(train):
-                    risks = list(self._calibrate_sentences(oof)) + list(val_risks)
+                    frames, risks = (train, val), list(self._calibrate_sentences(oof)) + list(val_risks)
                 else:
                     frames, risks = (val,), val_risks
             elif mode == "binding":
@@ -735,22 +977,24 @@ class Detector:
             if len(np.unique(y)) == 2:
                 tuned = tune_threshold(_ScoreClassifier().fit(r[:, None], y), r[:, None], y, "f1")
                 self.claim_threshold_ = float(tuned.best_threshold_)
-        oof = self.model_.__dict__.pop("oof_sentence_risks_", None)  # transient: never saved
-        claim_oof = self.model_.__dict__.pop("oof_claim_risks_", None)
-        self.span_tagger_, self.span_threshold_, self.span_gate_ = None, None, 0.0
-        if self.spec.span_tagger and TOK in train.columns and oof is not None:
-            self._fit_span_tagger(train, val, oof, claim_oof)
-        self.n_train_, self.n_validation_ = len(train), len(val)
-        return self
 
-    def _fit_span_tagger(self, train, val, oof, claim_oof=None):
-        from ._spans import SpanTagger, span_scores
+    def _new_span_tagger(self, train, oof, claim_oof=None):
+        """A span tagger fitted on ``train`` with its out-of-fold sentence (and claim) risks, or ``None``
+        (no tagger for the method, no token gold, or no hallucinated token)."""
+        from ._spans import SpanTagger
 
+        if not (self.spec.span_tagger and TOK in train.columns and oof is not None):
+            return None
         has_gold = [t.gold is not None for t in train[TOK]]
         if not any(has_gold) or not any(t.labels is not None and t.labels.any() for t in train[TOK]):
-            return
+            return None
         oof = self._floor_sentences(train, self._calibrate_sentences(oof))
-        tagger = SpanTagger(random_state=self.random_state).fit(train, sentence_risks=oof, claim_risks=claim_oof)
+        return SpanTagger(random_state=self.random_state).fit(train, sentence_risks=oof, claim_risks=claim_oof)
+
+    def _tune_span_tagger(self, tagger, val):
+        """Token threshold and gate of ``tagger`` on ``val`` (character F1); sets the ``span_*_`` attributes."""
+        from ._spans import span_scores
+
         sr = self.sentence_proba_frame(val)
         probs = tagger.token_proba(val, sr, claim_risks=self._claim_risks(val, tagger))
         keep = [i for i, t in enumerate(val[TOK]) if t.gold is not None]

@@ -290,6 +290,7 @@ def save_detector(detector, path, *, training_data: dict | None = None, metrics:
         "evidence_floor": dict(getattr(detector, "evidence_floor_", {}) or {}),
         "evidence_floor_mode": _floor_mode_of(detector),
         "compose": getattr(detector, "compose", "none"),
+        "crossfit": getattr(detector, "crossfit", None),
         "span_tagger": _span_meta(detector),
         "fallback": getattr(detector, "fallback_", None),
         "training_data": training_data or {},
@@ -591,6 +592,9 @@ def read_meta(path) -> dict:
         raise _meta_error(meta_path, "augment", f"must be null or one of {', '.join(AUGMENT_VERSIONS)}; got "
                                                 f"{_oneline(repr(meta['augment']), 80)}")
     _check_unit(meta_path, "augment_rate", meta.get("augment_rate"), optional=True)
+    crossfit = meta.get("crossfit")
+    if crossfit is not None and (isinstance(crossfit, bool) or not isinstance(crossfit, int) or crossfit < 2):
+        raise _meta_error(meta_path, "crossfit", f"must be null or an integer >= 2; got {_oneline(repr(crossfit), 80)}")
     _check_unit(meta_path, "threshold", meta["threshold"])
     _check_unit(meta_path, "sentence_threshold", meta.get("sentence_threshold"), optional=True)
     span = meta.get("span_tagger")
@@ -710,7 +714,7 @@ def _read_model_bytes(model_path: Path) -> bytes:
 
 # ---------------------------------------------------------------------------------------------- after loading
 DETECTOR_ATTRIBUTES = frozenset({
-    "augment", "augment_rate", "builder_", "calibration", "calibrator_", "claim_threshold_", "compose",
+    "augment", "augment_rate", "builder_", "calibration", "calibrator_", "claim_threshold_", "compose", "crossfit",
     "entity_backend", "evidence_floor", "evidence_floor_", "exclude_implicit_true", "fallback_", "meta_", "method",
     "model_", "n_train_", "n_validation_", "random_state", "sentence_calibrator_", "sentence_threshold_", "span_gate_",
     "span_tagger_", "span_threshold_", "threshold_", "threshold_rule", "validation_metrics_", "validation_size"})
@@ -820,6 +824,11 @@ def _check_detector(det, meta: dict, model_path: Path) -> dict:
         raise fail("compose", f"must be one of {COMPOSITIONS}")
     if "compose" in meta and meta["compose"] != compose:
         raise fail("compose", "disagrees with meta.json field 'compose'")
+    crossfit = get("crossfit", None)
+    if crossfit is not None and (isinstance(crossfit, bool) or not isinstance(crossfit, int) or crossfit < 2):
+        raise fail("crossfit", "must be null or an integer >= 2")
+    if meta.get("crossfit") != crossfit:
+        raise fail("crossfit", "disagrees with meta.json field 'crossfit'")
     floor = get("evidence_floor", True)
     if not (isinstance(floor, bool) or isinstance(floor, str) and floor in FLOOR_MODES):
         raise fail("evidence_floor", f"must be a bool or one of {FLOOR_MODES}")
@@ -1015,17 +1024,19 @@ def _floor_mode_of(detector) -> str | None:
 # ---------------------------------------------------------------------------------------------- builds
 def fit_detector(examples, *, method: str = "evqual", calibration: str = "sigmoid", threshold_rule: str = "f1",
                  entity_backend: str = "regex", validation_split: str | None = "test", augment: str | None = None,
-                 evidence_floor: bool | str = True, compose: str = "bounds"):
+                 evidence_floor: bool | str = True, compose: str = "bounds", crossfit: int | None = None):
     """Fit a :class:`Detector` on all given examples, as ``evqual train`` does.
 
     The calibration and threshold part is 25% of the sources of the
-    ``validation_split`` split when the data has one, else 20% of all sources.
+    ``validation_split`` split when the data has one, else 20% of all sources;
+    with ``crossfit=k``, the whole of that split (of all rows), scored out of
+    fold by ``k`` models (:class:`Detector`'s ``crossfit``).
     """
     from ..errors import ResponseLevelFallbackWarning
     from ._detector import Detector
 
     det = Detector(method, calibration=calibration, threshold_rule=threshold_rule, entity_backend=entity_backend,
-                   augment=augment, evidence_floor=evidence_floor, compose=compose)
+                   augment=augment, evidence_floor=evidence_floor, compose=compose, crossfit=crossfit)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         warnings.simplefilter("always", ResponseLevelFallbackWarning)  # the one a user must see
@@ -1048,7 +1059,8 @@ def training_data_info(result, label: str, *, validation_split: str | None = "te
 
 def build_model(data, out, *, method: str = "evqual", calibration: str = "sigmoid", threshold_rule: str = "f1",
                 entity_backend: str = "regex", validation_split: str | None = "test", augment: str | None = None,
-                metrics: dict | None = None, evidence_floor: bool = True, compose: str = "bounds") -> Path:
+                metrics: dict | None = None, evidence_floor: bool = True, compose: str = "bounds",
+                crossfit: int | None = None) -> Path:
     """Train and save a model exactly as ``evqual train --data DATA --method METHOD --out OUT`` does.
 
     Parameters
@@ -1058,7 +1070,7 @@ def build_model(data, out, *, method: str = "evqual", calibration: str = "sigmoi
         in ``meta.json`` as given.
     out : str or Path
         The model folder to write.
-    method, calibration, threshold_rule, entity_backend, validation_split, augment, evidence_floor, compose
+    method, calibration, threshold_rule, entity_backend, validation_split, augment, evidence_floor, compose, crossfit
         As the options of ``evqual train``.
     metrics : dict, optional
         Evaluation metrics recorded in ``meta.json``.
@@ -1084,7 +1096,7 @@ def build_model(data, out, *, method: str = "evqual", calibration: str = "sigmoi
         result = load_data(Path(data))
     det = fit_detector(result, method=method, calibration=calibration, threshold_rule=threshold_rule,
                        entity_backend=entity_backend, validation_split=validation_split, augment=augment,
-                       evidence_floor=evidence_floor, compose=compose)
+                       evidence_floor=evidence_floor, compose=compose, crossfit=crossfit)
     info = training_data_info(result, str(data), validation_split=validation_split)
     return save_detector(det, out, training_data=info, metrics=metrics)
 
@@ -1107,7 +1119,7 @@ def _rebuild_settings(meta: dict) -> dict:
                 # row a check fired on.  "fired" is passed as True, its spelling in build_model, evqual train and
                 # Detector: the parameter is saved as given, so the rebuilt file has the same bytes
                 evidence_floor=True if mode == "fired" else mode,
-                compose=meta.get("compose", "none"))
+                compose=meta.get("compose", "none"), crossfit=meta.get("crossfit"))
 
 
 def check_rebuild(model, data, *, workdir=None) -> dict:
