@@ -5,7 +5,8 @@
 
 Building trains ``evqual`` on every response of the data exactly as
 ``evqual train --data DATA --method evqual --out models/default`` does (calibration
-and threshold on 25% of the test split's sources) and records, beside the model,
+and threshold on 25% of the test split's sources; with ``--crossfit K``, cross-fitted
+over the whole test split as ``evqual train --crossfit K`` does) and records, beside the model,
 the library versions and the prediction fingerprint on the embedded sample
 (:func:`evqual.models.prediction_fingerprint`) and the ``cv5`` metrics of
 ``docs/reports/cv5/evqual/metrics.json`` when that file exists.
@@ -57,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="contrastive augmentation of the fitting rows (default: none)")
     ap.add_argument("--no-evidence-floor", action="store_true",
                     help="build without the evidence floor (Detector(evidence_floor=False))")
+    ap.add_argument("--crossfit", type=int, default=None, metavar="K",
+                    help="cross-fit calibration and thresholds over the whole test split with K folds "
+                         "(Detector(crossfit=K): K+1 fits; default: one validation part)")
     ap.add_argument("--metrics", default=None, metavar="FILE",
                     help="evaluation metrics recorded with --out (default: docs/reports/cv5/<method>/"
                          "metrics.json when it exists)")
@@ -103,8 +107,11 @@ def main(argv=None) -> int:
     elif args.metrics:
         print(f"build_default_model: error: no metrics file {metrics_path}", file=sys.stderr)
         return 2
+    if args.crossfit is not None and args.crossfit < 2:
+        print("build_default_model: error: --crossfit must be at least 2", file=sys.stderr)
+        return 2
     folder = build_model(data, args.out, method=args.method, augment=args.augment, metrics=metrics,
-                         evidence_floor=not args.no_evidence_floor)
+                         evidence_floor=not args.no_evidence_floor, crossfit=args.crossfit)
     meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
     print(f"wrote {folder} (threshold {meta['threshold']}, model sha256 {meta['model_sha256']}, "
           f"fingerprint {meta['prediction_fingerprint']['sha256']})", file=sys.stderr)

@@ -855,3 +855,22 @@ def test_an_added_claim_the_context_does_not_support_is_unsupported():
 def test_a_role_swap_needs_two_parties_not_two_words_of_one_name():
     context = ["Talvo Foods beat Talvo Foods Holdings in the final."]
     assert "role" not in checks_of(context, "Talvo Foods beat Talvo Foods in the final.")
+
+
+def test_a_name_the_context_has_in_a_slot_of_the_claims_words_is_not_a_substitute():
+    """issue 24: "religious freedom laws in Arkansas" against "Indiana ... signed his state's religious freedom
+    bill into law, CEOs of companies ..." was an entity conflict ('Arkansas' vs 'CEOs') although the context
+    has "religious freedom measures in Indiana and Arkansas".  A name the context has beside the claim's words
+    may be what the claim is about; a name it has only elsewhere still fires against a close substitute."""
+    from evqual.features._checks import EvidenceUnits, claim_checks
+
+    ev = EvidenceUnits(["The backlash over the religious freedom measures in Indiana and Arkansas this week is "
+                        "loud. After Indiana Gov. Mike Pence signed his state's religious freedom bill into law, "
+                        "CEOs of companies big and small threatened to pull out."])
+    out = "Walmart's opposition to religious freedom laws in Arkansas is seen as a significant moment."
+    _, found = claim_checks(out, [(0, len(out))], ev)
+    assert not [f for f in found[0] if f.check == "entity"]
+    ev = EvidenceUnits(["Acme Corp hired Jane Smith as chief executive in 2019.", "Jane Smith studied in Ohio."])
+    out = "Acme Corp hired Ohio as chief executive in 2019."
+    _, found = claim_checks(out, [(0, len(out))], ev)
+    assert [f.check for f in found[0]] == ["entity"]

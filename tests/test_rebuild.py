@@ -166,3 +166,23 @@ def test_shipped_model_rebuilds_from_the_shared_copy(ragtruth_path):
     assert result["ok"] and result["threshold"] == result["rebuilt_threshold"]
     # issue 24: the shipped file is what this code writes, not only a file that predicts the same
     assert result["same_file"], proc.stderr
+
+
+def test_a_crossfitted_model_rebuilds_cross_fitted(tmp_path):
+    """check_rebuild reads crossfit from meta.json: without it the rebuild would fit one validation part and
+    predict otherwise."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        folder = build_model(sample_path(), tmp_path / "cf", crossfit=3)
+        assert read_meta(folder)["crossfit"] == 3
+        result = check_rebuild(folder, sample_path())
+    assert result["ok"] and result["same_file"]
+    plain = read_meta(build_model(sample_path(), tmp_path / "plain"))
+    assert plain["prediction_fingerprint"]["sha256"] != result["expected"]  # the check could fail
+
+
+def test_script_refuses_a_crossfit_below_two(tmp_path):
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--data", str(sample_path()), "--out", str(tmp_path / "m"),
+                           "--crossfit", "1"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 2 and "--crossfit must be at least 2" in proc.stderr
+    assert not (tmp_path / "m").exists()

@@ -1353,8 +1353,9 @@ def _check_item(item, ev: EvidenceUnits, claim_words: set, query_words: set, cla
         return None  # the evidence sentence holds the claim's word too
     if item.cls == "date" and any(ev.fields[g] for g in ev.words.get(item.key, ())):
         return None  # a record has a line for that day or month ("Sunday: 7:00-15:00")
-    if item.cls == "name" and item.key in ev.words and len(item.slot & d.slot) < 3:
-        return None  # a name the context has elsewhere: only a close slot match says it was swapped in
+    if item.cls == "name" and item.key in ev.words and (len(item.slot & d.slot) < 3 or best_same >= MIN_SLOT):
+        return None  # a name the context has elsewhere: only a close slot match says it was swapped in, and
+        # not when the context has the name itself in a slot of the claim's words (it may be about that one)
     if item.cls == "pred" and len(item.slot) < 3:
         return None
     b = d

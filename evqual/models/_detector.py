@@ -288,6 +288,16 @@ def _pop_oof(model):
     return model.__dict__.pop("oof_sentence_risks_", None), model.__dict__.pop("oof_claim_risks_", None)
 
 
+def _routed(name: str):
+    """A :class:`_CrossFitted` method ``name(X)`` sending each row to its fold's model (present only when the
+    fold models have it)."""
+    def method(self, X):
+        return self._route(name, X)
+
+    method.__name__ = name
+    return available_if(lambda self: hasattr(self.models[0], name))(method)
+
+
 class _CrossFitted(ClassifierMixin, BaseEstimator):
     """Fold models behind one model: each row is scored by the model of its source's fold.
 
@@ -347,25 +357,11 @@ class _CrossFitted(ClassifierMixin, BaseEstimator):
     def predict(self, X):
         return (self.predict_proba(X)[:, 1] >= 0.5).astype(int)
 
-    @available_if(lambda self: hasattr(self.models[0], "decision_function"))
-    def decision_function(self, X):
-        return self._route("decision_function", X)
-
-    @available_if(lambda self: hasattr(self.models[0], "predict_all"))
-    def predict_all(self, X):
-        return self._route("predict_all", X)
-
-    @available_if(lambda self: hasattr(self.models[0], "predict_proba_and_sentences"))
-    def predict_proba_and_sentences(self, X):
-        return self._route("predict_proba_and_sentences", X)
-
-    @available_if(lambda self: hasattr(self.models[0], "sentence_proba"))
-    def sentence_proba(self, X):
-        return self._route("sentence_proba", X)
-
-    @available_if(lambda self: hasattr(self.models[0], "claim_proba"))
-    def claim_proba(self, X):
-        return self._route("claim_proba", X)
+    decision_function = _routed("decision_function")
+    predict_all = _routed("predict_all")
+    predict_proba_and_sentences = _routed("predict_proba_and_sentences")
+    sentence_proba = _routed("sentence_proba")
+    claim_proba = _routed("claim_proba")
 
     @available_if(lambda self: hasattr(self.models[0], "token_proba"))
     def token_proba(self, frame, sentence_risks=None, *, gate: float = 0.0, claim_risks=None):
