@@ -51,6 +51,8 @@ def test_shipped_model_records_how_it_was_built():
     assert meta["method"] == "evqual" and meta["calibration"] == "sigmoid" and meta["threshold_rule"] == "f1"
     assert meta["training_data"]["validation_split"] == "test"
     assert meta["training_data"]["rows"] == 6027
+    # issue 24, session 5: cross-fitted over the whole test split (2,457 rows), the model on every row
+    assert meta["crossfit"] == 4 and meta["rows"] == {"train": 6027, "validation": 2457}
 
 
 def test_build_is_deterministic_bit_for_bit(sample_model, tmp_path):
