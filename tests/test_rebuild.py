@@ -170,6 +170,7 @@ def test_shipped_model_rebuilds_from_the_shared_copy(ragtruth_path):
     assert result["same_file"], proc.stderr
 
 
+@pytest.mark.slow  # three cross-fitted builds of the sample, about 40 s
 def test_a_crossfitted_model_rebuilds_cross_fitted(tmp_path):
     """check_rebuild reads crossfit from meta.json: without it the rebuild would fit one validation part and
     predict otherwise."""

@@ -225,6 +225,40 @@ def _binding_floor(y, risk, p0: float, m: float) -> float:
     return float(FLOOR_GRID[ok[-1]]) if len(ok) else 0.0
 
 
+def _pool_rows(frame, validation_pool: str | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """Row positions ``(pool, rest)``: the rows of split ``validation_pool`` and all others; None when
+    ``validation_pool`` is None or the frame has no row of that split."""
+    if validation_pool is None:
+        return None
+    in_pool = frame["split"].astype(str).to_numpy() == validation_pool
+    all_idx = np.arange(len(frame))
+    return (all_idx[in_pool], all_idx[~in_pool]) if in_pool.any() else None
+
+
+def _grouped_splits(frame, idx, n_splits: int, random_state: int, *, purpose: str):
+    """``(fit, validation)`` positions of rows ``idx``, one pair per fold: grouped by ``source_id`` and
+    stratified by task and label (:class:`grouped_folds`).  ``purpose`` completes the error when ``idx``
+    has fewer sources than folds."""
+    idx = np.asarray(idx)
+    sub = frame.iloc[idx]
+    strata = (sub["task_type"].astype(str) + "|" + sub["label"].astype(str)).to_numpy()
+    groups = sub["source_id"].to_numpy()
+    n_sources = len(np.unique(groups))
+    if n_sources < n_splits:
+        raise ValueError(f"need at least {n_splits} sources {purpose}; got {n_sources}")
+    return [(idx[fit_pos], idx[val_pos])
+            for fit_pos, val_pos in grouped_folds(n_splits, random_state).split(idx, strata, groups)]
+
+
+def _crossfit_problem(value, *, none: str = "None") -> str | None:
+    """Why ``value`` is not a valid ``crossfit`` (None or an integer >= 2), or None when it is: the one
+    rule :class:`Detector`, its ``meta.json`` and a loaded model file are checked by (``none``: how the
+    message names None, "null" for JSON)."""
+    if value is None or (not isinstance(value, bool) and isinstance(value, (int, np.integer)) and value >= 2):
+        return None
+    return f"must be {none} or an integer >= 2; got {str(repr(value))[:80]}"
+
+
 def training_split(frame, *, validation_pool: str | None = None, validation_size: float = 0.2,
                    random_state: int = 42) -> tuple[np.ndarray, np.ndarray]:
     """Row indices ``(fit, validation)`` of a detector frame, as :meth:`Detector.fit` splits it.
@@ -232,17 +266,16 @@ def training_split(frame, *, validation_pool: str | None = None, validation_size
     With ``validation_pool`` (a split name the frame holds), the validation part is 25% of that
     split's sources, and rows of other splits from those sources are fitted on by nobody; otherwise
     it is ``validation_size`` of all sources.  Both are grouped by ``source_id`` and stratified by
-    label (:func:`evqual.models.validation_split`).
+    task and label (:func:`evqual.models.validation_split`).
     """
-    all_idx = np.arange(len(frame))
-    split = frame["split"].astype(str).to_numpy()
-    if validation_pool is not None and (split == validation_pool).any():
-        pool, rest = all_idx[split == validation_pool], all_idx[split != validation_pool]
-        fit_idx, val_idx = validation_split(frame, pool, size=0.25, random_state=random_state)
-        sources = frame["source_id"].to_numpy()
-        rest = rest[~np.isin(sources[rest], sources[val_idx])]
-        return np.concatenate([fit_idx, rest]), val_idx
-    return validation_split(frame, all_idx, size=validation_size, random_state=random_state)
+    rows = _pool_rows(frame, validation_pool)
+    if rows is None:
+        return validation_split(frame, np.arange(len(frame)), size=validation_size, random_state=random_state)
+    pool, rest = rows
+    fit_idx, val_idx = validation_split(frame, pool, size=0.25, random_state=random_state)
+    sources = frame["source_id"].to_numpy()
+    rest = rest[~np.isin(sources[rest], sources[val_idx])]
+    return np.concatenate([fit_idx, rest]), val_idx
 
 
 def crossfit_folds(frame, n_folds: int, *, validation_pool: str | None = None,
@@ -263,24 +296,15 @@ def crossfit_folds(frame, n_folds: int, *, validation_pool: str | None = None,
     >>> sorted(int(i) for _, v in folds for i in v) == list(range(len(frame)))
     True
     """
-    if isinstance(n_folds, bool) or not isinstance(n_folds, (int, np.integer)) or n_folds < 2:
+    if n_folds is None or _crossfit_problem(n_folds) is not None:
         raise ValueError(f"n_folds must be an integer >= 2; got {n_folds!r}")
-    all_idx = np.arange(len(frame))
-    split = frame["split"].astype(str).to_numpy()
-    pool = all_idx[split == validation_pool] if validation_pool is not None and (split == validation_pool).any() \
-        else all_idx
-    sub = frame.iloc[pool]
-    strata = (sub["task_type"].astype(str) + "|" + sub["label"].astype(str)).to_numpy()
-    groups = sub["source_id"].to_numpy()
-    if len(np.unique(groups)) < n_folds:
-        raise ValueError(f"need at least {n_folds} sources to cross-fit {n_folds} folds; got "
-                         f"{len(np.unique(groups))}")
+    rows = _pool_rows(frame, validation_pool)
+    pool = np.arange(len(frame)) if rows is None else rows[0]
     sources = frame["source_id"].to_numpy()
-    folds = []
-    for _, val_pos in grouped_folds(int(n_folds), random_state).split(pool, strata, groups):
-        val_idx = pool[val_pos]
-        folds.append((all_idx[~np.isin(sources, sources[val_idx])], val_idx))
-    return folds
+    all_idx = np.arange(len(frame))
+    return [(all_idx[~np.isin(sources, sources[val_idx])], val_idx)
+            for _, val_idx in _grouped_splits(frame, pool, int(n_folds), random_state,
+                                              purpose=f"to cross-fit {n_folds} folds")]
 
 
 def _pop_oof(model):
@@ -502,15 +526,8 @@ def validation_split(frame, idx, *, size: float = 0.2, random_state: int = 42):
     Uses :class:`~sklearn.model_selection.StratifiedGroupKFold` with
     ``round(1 / size)`` folds and keeps its first fold as validation.
     """
-    idx = np.asarray(idx)
-    sub = frame.iloc[idx]
-    strata = (sub["task_type"].astype(str) + "|" + sub["label"].astype(str)).to_numpy()
     n_splits = max(2, int(round(1.0 / size)))
-    groups = sub["source_id"].to_numpy()
-    if len(np.unique(groups)) < n_splits:
-        raise ValueError(f"need at least {n_splits} sources for a validation split; got {len(np.unique(groups))}")
-    fit_pos, val_pos = grouped_folds(n_splits, random_state).split(idx, strata, groups)[0]
-    return idx[fit_pos], idx[val_pos]
+    return _grouped_splits(frame, idx, n_splits, random_state, purpose="for a validation split")[0]
 
 
 class grouped_folds:  # noqa: N801 - behaves like a splitter class
@@ -711,10 +728,9 @@ class Detector:
         if getattr(self, "compose", "none") not in COMPOSITIONS:
             raise ValueError(f"compose must be one of {COMPOSITIONS}; got {self.compose!r}")
         _floor_mode(getattr(self, "evidence_floor", True))
-        crossfit = getattr(self, "crossfit", None)
-        if crossfit is not None and (isinstance(crossfit, bool) or not isinstance(crossfit, (int, np.integer))
-                                     or crossfit < 2):
-            raise ValueError(f"crossfit must be None or an integer >= 2; got {crossfit!r}")
+        problem = _crossfit_problem(getattr(self, "crossfit", None))
+        if problem is not None:
+            raise ValueError(f"crossfit {problem}")
 
     # ------------------------------------------------------------------ fitting
     def fit(self, examples, validation=None, *, validation_pool: str | None = None):

@@ -560,7 +560,7 @@ def read_meta(path) -> dict:
     >>> read_meta(default_model_path())["method"]
     'evqual'
     """
-    from ._detector import CALIBRATIONS, FLOOR_MODES, THRESHOLD_RULES
+    from ._detector import CALIBRATIONS, FLOOR_MODES, THRESHOLD_RULES, _crossfit_problem
     from ._methods import METHODS, RESPONSE_VARIANTS, get_method
 
     folder = Path(path)
@@ -592,9 +592,9 @@ def read_meta(path) -> dict:
         raise _meta_error(meta_path, "augment", f"must be null or one of {', '.join(AUGMENT_VERSIONS)}; got "
                                                 f"{_oneline(repr(meta['augment']), 80)}")
     _check_unit(meta_path, "augment_rate", meta.get("augment_rate"), optional=True)
-    crossfit = meta.get("crossfit")
-    if crossfit is not None and (isinstance(crossfit, bool) or not isinstance(crossfit, int) or crossfit < 2):
-        raise _meta_error(meta_path, "crossfit", f"must be null or an integer >= 2; got {_oneline(repr(crossfit), 80)}")
+    problem = _crossfit_problem(meta.get("crossfit"), none="null")
+    if problem is not None:
+        raise _meta_error(meta_path, "crossfit", _oneline(problem, 120))
     _check_unit(meta_path, "threshold", meta["threshold"])
     _check_unit(meta_path, "sentence_threshold", meta.get("sentence_threshold"), optional=True)
     span = meta.get("span_tagger")
@@ -817,7 +817,7 @@ def _check_detector(det, meta: dict, model_path: Path) -> dict:
     if attrs["calibration"] == "sigmoid":
         sigmoid_params("calibrator_", calibrator)
     # the composition of answer and sentence risks
-    from ._detector import COMPOSITIONS, FLOOR_MODES
+    from ._detector import COMPOSITIONS, FLOOR_MODES, _crossfit_problem
 
     compose = get("compose", "none")
     if compose not in COMPOSITIONS:
@@ -825,7 +825,7 @@ def _check_detector(det, meta: dict, model_path: Path) -> dict:
     if "compose" in meta and meta["compose"] != compose:
         raise fail("compose", "disagrees with meta.json field 'compose'")
     crossfit = get("crossfit", None)
-    if crossfit is not None and (isinstance(crossfit, bool) or not isinstance(crossfit, int) or crossfit < 2):
+    if _crossfit_problem(crossfit) is not None:
         raise fail("crossfit", "must be null or an integer >= 2")
     if meta.get("crossfit") != crossfit:
         raise fail("crossfit", "disagrees with meta.json field 'crossfit'")
