@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evqual.data import load_sample
-from evqual.evaluation import build_frame, evaluate
+from evqual.evaluation import build_frame, evaluate, write_report
 from evqual.models import Detector, ModelLoadError, crossfit_folds, load_detector, read_meta, save_detector
 from evqual.models._detector import _CrossFitted
 
@@ -187,7 +187,7 @@ def test_models_saved_without_crossfit_load_as_one_validation_part(evqual_sample
     assert load_detector(folder).crossfit is None
 
 
-def test_cv5_with_crossfit_never_sees_the_held_out_fold(sample_frame, monkeypatch):
+def test_cv5_with_crossfit_never_sees_the_held_out_fold(sample_frame, monkeypatch, tmp_path):
     """Each outer fold's detector is cross-fitted on its training side only."""
     seen = []
     real = Detector.fit_crossfit_frames
@@ -205,6 +205,12 @@ def test_cv5_with_crossfit_never_sees_the_held_out_fold(sample_frame, monkeypatc
     for fold, ids in zip(sorted(preds["fold"].unique()), seen):
         assert not ids & set(preds.loc[preds["fold"] == fold, "id"])
     assert len(preds) == len(sample_frame)
+    # the recipe is in the metrics and the report: a cross-fitted run is told apart from a plain one
+    assert res.metrics["crossfit"] == 2
+    write_report(res, tmp_path / "report")
+    assert "cross-fitted over 2 folds" in (tmp_path / "report" / "metrics.md").read_text()
+    plain = evaluate(load_sample(), "majority", "cv5", frame=sample_frame, n_splits=3)
+    assert plain.metrics["crossfit"] is None
 
 
 def test_train_cli_crossfit(tmp_path, capsys):

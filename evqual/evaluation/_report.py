@@ -199,7 +199,9 @@ def write_report(result, out_dir, *, frame=None, importance: bool = True, data_n
     tables = {"task": m["per_task"], "model": m["per_model"], "quality": m["per_quality"]}
     parts = [f"# {m['method']} under {m['protocol']}\n",
              f"Protocol `{m['protocol']}`, calibration `{m['calibration']}`, threshold rule "
-             f"`{m['threshold_rule']}`; {m['n']} held-out responses pooled over {m['folds']} fold(s). "
+             f"`{m['threshold_rule']}`"
+             + (f", calibration and thresholds cross-fitted over {m['crossfit']} folds" if m.get("crossfit") else "")
+             + f"; {m['n']} held-out responses pooled over {m['folds']} fold(s). "
              + data_note + "\n",
              "## Response level\n", markdown_table(metrics_table({"all": m["response"]})) + "\n"]
     for name, rows in tables.items():

@@ -161,6 +161,7 @@ def evaluate(data=None, method: str = "evqual", protocol: str = "cv5", *, frame=
                         featurize_ms=1000.0 * (featurize_seconds or 0.0) / max(1, len(frame)),
                         predict_ms=1000.0 * predict_seconds / max(1, n_pred),
                         calibration=calibration, threshold_rule=threshold_rule)
+    metrics["crossfit"] = crossfit  # the recipe: None (one validation part) or K cross-fitted folds
     metrics["span"] = span_summary(span_rows)
     fallback = next((d.fallback_ for d in detectors if getattr(d, "fallback_", None)), None)
     if fallback:  # trained as its response-level variant (labels without spans)
