@@ -515,7 +515,7 @@ def soak(data=None, *, answers=400, workers=2, concurrency=8, seconds=600.0, sam
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="load benchmark of evqual serve (see the module docstring); a full "
-                                             "run takes about 5-10 minutes, --soak S adds S seconds")
+                                             "run takes about 2-4 minutes, --soak S adds S seconds")
     ap.add_argument("--data", default=None, help="dataset (default: the embedded sample)")
     ap.add_argument("--answers", type=int, default=400, help="answers posted per run (default 400)")
     ap.add_argument("--workers", default="1,2", help="worker counts (default 1,2)")
