@@ -256,7 +256,7 @@ def _crossfit_problem(value, *, none: str = "None") -> str | None:
     message names None, "null" for JSON)."""
     if value is None or (not isinstance(value, bool) and isinstance(value, (int, np.integer)) and value >= 2):
         return None
-    return f"must be {none} or an integer >= 2; got {str(repr(value))[:80]}"
+    return f"must be {none} or an integer >= 2; got {repr(value)[:80]}"
 
 
 def training_split(frame, *, validation_pool: str | None = None, validation_size: float = 0.2,
@@ -298,10 +298,10 @@ def crossfit_folds(frame, n_folds: int, *, validation_pool: str | None = None,
     """
     if n_folds is None or _crossfit_problem(n_folds) is not None:
         raise ValueError(f"n_folds must be an integer >= 2; got {n_folds!r}")
-    rows = _pool_rows(frame, validation_pool)
-    pool = np.arange(len(frame)) if rows is None else rows[0]
-    sources = frame["source_id"].to_numpy()
     all_idx = np.arange(len(frame))
+    rows = _pool_rows(frame, validation_pool)
+    pool = all_idx if rows is None else rows[0]
+    sources = frame["source_id"].to_numpy()
     return [(all_idx[~np.isin(sources, sources[val_idx])], val_idx)
             for _, val_idx in _grouped_splits(frame, pool, int(n_folds), random_state,
                                               purpose=f"to cross-fit {n_folds} folds")]
