@@ -417,9 +417,21 @@ def build_parser() -> argparse.ArgumentParser:
                     help="larger request bodies get 413 (default 8000000)")
     sv.add_argument("--max-batch", type=int, default=64, metavar="N", help="items per request, at most (64; more: 422)")
     sv.add_argument("--request-timeout", type=float, default=30.0, metavar="S",
-                    help="seconds a request may wait and run; then 503 (default 30)")
+                    help="seconds a request may wait and run; then 503, and its job stops (default 30)")
     sv.add_argument("--max-queue", type=int, default=64, metavar="N",
-                    help="requests waiting per worker, at most (64; more: 503 at once)")
+                    help="requests being read, waiting or scored, at most (64; more: 503 at once, before the "
+                         "body is read)")
+    sv.add_argument("--body-timeout", type=float, default=30.0, metavar="S",
+                    help="seconds to receive a request's body; then 408 and the connection closed (default 30)")
+    sv.add_argument("--header-timeout", type=float, default=10.0, metavar="S",
+                    help="seconds a connection has to send a complete request head; then it is closed (default 10)")
+    sv.add_argument("--keep-alive-timeout", type=float, default=5.0, metavar="S",
+                    help="seconds an idle keep-alive connection stays open (default 5)")
+    sv.add_argument("--max-connections", type=int, default=256, metavar="N",
+                    help="open connections, at most; more are closed at once (default 256)")
+    sv.add_argument("--policy-overrides", choices=("off", "stricter", "any"), default="off",
+                    help="what a request's 'policy' key may do: off (default: refused with 403), stricter (only "
+                         "overrides that flag at least what the service's policy flags), any")
     sv.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
                     help="allow this origin by CORS (repeatable; default: no CORS)")
     sv.add_argument("--verify-backend", choices=("rules", "llm"), default="rules",
@@ -936,7 +948,9 @@ def cmd_serve(args) -> int:
                              model_sha256=args.model_sha256, policy=args.policy, audit_log=args.audit_log,
                              max_body_bytes=args.max_body_bytes, max_batch=args.max_batch,
                              request_timeout=args.request_timeout, max_queue=args.max_queue,
-                             cors_origins=tuple(args.cors_origin), verify_backend=args.verify_backend,
+                             body_timeout=args.body_timeout, header_timeout=args.header_timeout,
+                             keep_alive_timeout=args.keep_alive_timeout, max_connections=args.max_connections,
+                             policy_overrides=args.policy_overrides, cors_origins=tuple(args.cors_origin), verify_backend=args.verify_backend,
                              include_context=not args.no_context, tokens=tokens)
     except ValueError as exc:
         print(f"evqual serve: error: {exc}", file=sys.stderr)

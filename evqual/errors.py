@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "DataIssue",
+    "DeadlineExceeded",
     "EvqualDataError",
     "MissingDependencyError",
     "ResponseLevelFallbackWarning",
@@ -162,3 +163,12 @@ class TrainingDataError(ValueError):
 
 class ResponseLevelFallbackWarning(UserWarning):
     """A sentence-level method was trained as its response-level variant (labels but no spans)."""
+
+
+class DeadlineExceeded(BaseException):
+    """The time limit of the current thread's work has passed (:mod:`evqual._deadline`; the service's
+    ``request_timeout``).
+
+    A ``BaseException``, like ``KeyboardInterrupt``: the handlers that keep one bad answer from ending a run
+    (``except Exception``: its line gets an ``E110`` record) must not turn a stopped job into error records.
+    """

@@ -69,7 +69,8 @@ def scorer():
 @pytest.fixture(scope="module")
 def served(scorer, tmp_path_factory):
     audit = tmp_path_factory.mktemp("audit") / "audit.jsonl"
-    cfg = ServeConfig(audit_log=str(audit), tokens=(TOKEN,), max_batch=8, max_body_bytes=200_000)
+    cfg = ServeConfig(audit_log=str(audit), tokens=(TOKEN,), max_batch=8, max_body_bytes=200_000,
+                      policy_overrides="any")
     with _Server(create_app(cfg, scorer=scorer)) as srv:
         with httpx.Client(base_url=srv.url, timeout=60) as client:
             yield client, audit

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._deadline import check_deadline
 from ..text import split_sentences
 from ._lexicon import LOGIC_CLASSES, logic_lexicon, stem
 from ._reading import NEGATIVE_PREFIXES, SpanReading, read_span
@@ -228,6 +229,7 @@ class _Index:
     def __init__(self, chunks, query: str):
         units, readings = [], []
         for ci, text in enumerate(chunks):
+            check_deadline()
             for s, e in split_sentences(text) or ([(0, len(text))] if text.strip() else []):
                 units.append((ci, s, e))
                 readings.append(read_span(text, s, e))
@@ -355,7 +357,11 @@ class EvidenceEngine:
             chunks = [chunks]
         idx = self.index(list(chunks), query or "")
         spans = split_claims(output) if claims is None else list(claims)
-        return Reading([self._claim(output, s, e, idx) for s, e in spans])
+        claims = []
+        for s, e in spans:
+            check_deadline()
+            claims.append(self._claim(output, s, e, idx))
+        return Reading(claims)
 
     # -------------------------------------------------------------- one claim
     def _claim(self, output: str, start: int, end: int, idx: _Index) -> ClaimEvidence:
@@ -518,7 +524,7 @@ class EvidenceEngine:
                     f[_COL["name.swap.v1" if local else "name.swap_far.v1"]] += 1
                 if local and block_len.get(i, 0) <= _SWAP_SLOT:
                     # another name stands where this one stands, the words around aligned: a conflict
-                    ev, et = ev_span(lambda kk, x=local: kk in x)
+                    ev, et = ev_span(frozenset(local).__contains__)
                     diffs.append(Difference("name", "swap", *claim_span(i), ev, et))
                 # a name elsewhere in the aligned sentence, or in a long stretch the alignment could not pair,
                 # contradicts nothing (issue 24: "'Arkansas' where the aligned evidence names 'CEOs'", a
@@ -537,7 +543,7 @@ class EvidenceEngine:
                 far = [kk for kk in ev_keys if same(kk)]
                 if local or far:
                     f[_COL["value.conflict.v1" if local else "value.conflict_far.v1"]] += 1
-                    ev, et = ev_span(lambda kk, x=(local or far): kk in x)
+                    ev, et = ev_span(frozenset(local or far).__contains__)
                     diffs.append(Difference("value", "conflict", *claim_span(i), ev, et))
                 else:
                     diffs.append(Difference("value", "borrowed" if st in ("second", "elsewhere") else "novel",

@@ -25,6 +25,7 @@ words are content words only when the lexicon gives them a sense.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from typing import NamedTuple
 
 from ..text import STOP_WORDS
@@ -112,14 +113,18 @@ def read_span(text: str, start: int = 0, end: int | None = None) -> SpanReading:
     covered = [False] * len(toks)
     # values
     value_starts = set()
+    tok_starts = [t[0] for t in toks]
     for v in read_values(piece):
         a, b = v.start + start, v.end + start
         first = None
-        for k, t in enumerate(toks):
-            if t[0] >= a and t[1] <= b:
-                covered[k] = True
-                if first is None:
-                    first = k
+        # the tokens inside [a, b]: a run from the first starting at or after a (tokens are ordered and do not
+        # overlap), found by bisection: linear in values plus tokens, not their product (issue 39)
+        k = bisect_left(tok_starts, a)
+        while k < len(toks) and toks[k][1] <= b:
+            covered[k] = True
+            if first is None:
+                first = k
+            k += 1
         items.append((first if first is not None else 0, "v:" + v.key, a, b, v.raw))
         if first is not None:
             value_starts.add(first)
@@ -132,10 +137,20 @@ def read_span(text: str, start: int = 0, end: int | None = None) -> SpanReading:
         # a limit word ("over", "under", "more than") is scalar before a value; a comparison word always
         return cls == "comparison" or any(k in value_starts for k in range(j, j + 3))
 
+    # negators by the token they end at, in the order of ``matches`` (a scalar word looks at the negators ending
+    # at most two tokens before it: a lookup, not a pass over every match)
+    negators_ending: dict = {}
+    for order, (i2, j2, c2, _) in enumerate(matches):
+        if c2 == "polarity":
+            negators_ending.setdefault(j2, []).append((order, i2))
+
+    def negators_before(i):
+        return sorted(x for j2 in range(i - 2, i + 1) for x in negators_ending.get(j2, ()))
+
     for i, j, cls, sense in matches:
         if (cls, sense) in _NEGATED_SENSE and scalar(i, j, cls):
-            for i2, j2, c2, _ in matches:
-                if c2 == "polarity" and j2 <= i and i - j2 <= 2 and i2 not in consumed:
+            for _, i2 in negators_before(i):
+                if i2 not in consumed:
                     consumed.add(i2)
                     break
     for i, j, cls, sense in matches:
@@ -144,7 +159,7 @@ def read_span(text: str, start: int = 0, end: int | None = None) -> SpanReading:
         if cls == "polarity" and i in consumed:
             continue
         if (cls, sense) in _NEGATED_SENSE and scalar(i, j, cls) and any(
-                c2 == "polarity" and i2 in consumed and j2 <= i and i - j2 <= 2 for i2, j2, c2, _ in matches):
+                i2 in consumed for _, i2 in negators_before(i)):
             sense = _NEGATED_SENSE[(cls, sense)]
         items.append((i, f"L:{cls}:{sense}", toks[i][0], toks[j - 1][1]))
         if cls == "polarity":

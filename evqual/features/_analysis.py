@@ -13,6 +13,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from .._deadline import check_deadline
 from ..evidence import CLAIM_FEATURES, EvidenceEngine
 from ..text import split_sentences
 from ._checks import checks_response, claim_checks
@@ -186,8 +187,10 @@ def analyze(example, entities, cache: ContextCache | None = None, claims=None, e
         Claim units of the output from the spaCy backend; ``None`` cuts
         claims with the rules backend.
     """
+    check_deadline()
     cache = cache if cache is not None else ContextCache(maxsize=1)
     index = cache.get(example)
+    check_deadline()
     output = example.output
     sentences = split_sentences(output)
     sent_tokens, sent_all = [], []
@@ -196,6 +199,7 @@ def analyze(example, entities, cache: ContextCache | None = None, claims=None, e
         sent_tokens.append(toks)
         sent_all.append(n_all)
     match = index.match(sent_tokens)
+    check_deadline()
     q_toks, n_query = _query_tokens(example.query or "")
     q_set = set(q_toks)
 
@@ -221,6 +225,7 @@ def analyze(example, entities, cache: ContextCache | None = None, claims=None, e
     novelty_s = novelty_sentence(sent_tokens, index.vocab, q_set, index.bigrams, index.stem_vocab,
                                  query_stems(q_set))
     negation_s = negation_sentence(output, sentences, sent_tokens, match.nearest, match.recall, index)
+    check_deadline()
     check_s, findings = claim_checks(output, sentences, index.evidence_units, example.query or "", claims)
     engine = engine if engine is not None else EvidenceEngine(cache_size=1)
     chunk_texts = [example.context[c.start:c.end] for c in example.chunks] or [example.context]

@@ -109,6 +109,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from .._deadline import check_deadline
 from ..text import (
     ANTONYM_PAIRS,
     MONTHS,
@@ -1662,6 +1663,7 @@ def claim_checks(output: str, sentences, ev: EvidenceUnits, query: str = "", cla
         if len(units) > 1:
             sent_values.update(_WORD_VALUES[t[3]] for t in sent_toks if t[3] in _WORD_VALUES)
         for a, b in units:
+            check_deadline()
             # a unit's items, with slots that reach back into the sentence on the left (a coordinated
             # predicate keeps its subject: "... and closed in 1995") but not past a semicolon (an
             # independent clause) and stop at the unit's end

@@ -369,6 +369,44 @@ abstain_at, escalate_band, escalate_sensitive, escalate_reasons)
             out._default_tagger = self._default_tagger  # share the warm tagger (its cache is thread-safe)
         return out
 
+    def looser_than(self, base: "Policy", model_threshold: float | None = None) -> list:
+        """The keys in which this policy could give a milder decision than ``base`` for some answer.
+
+        Stricter or equal means: thresholds (``general_threshold`` resolved with ``model_threshold``,
+        ``sensitive_threshold``, ``regenerate_at``, ``abstain_at``) no higher; ``escalate_band`` covering
+        ``base``'s and ending at or below ``regenerate_at`` (an answer it takes would otherwise be
+        regenerated or withheld); ``escalate_sensitive`` not switched off; ``escalate_reasons`` holding
+        every reason of ``base``.  What ``evqual serve --policy-overrides stricter`` accepts from a client.
+
+        >>> base = Policy()
+        >>> Policy(sensitive_threshold=0.2).looser_than(base)
+        []
+        >>> Policy(general_threshold=1.0, escalate_band=None, escalate_reasons=()).looser_than(base, 0.3)
+        ['general_threshold', 'escalate_band', 'escalate_reasons']
+        """
+        fallback = FALLBACK_THRESHOLD if model_threshold is None else model_threshold
+        out = []
+
+        def resolved(p):
+            return fallback if p.general_threshold is None else p.general_threshold
+
+        if resolved(self) > resolved(base):
+            out.append("general_threshold")
+        for name in ("sensitive_threshold", "regenerate_at", "abstain_at"):
+            if getattr(self, name) > getattr(base, name):
+                out.append(name)
+        band, old = self.escalate_band, base.escalate_band
+        if old is not None and (band is None or band[0] > old[0] or band[1] < old[1]):
+            out.append("escalate_band")
+        elif band is not None and band[1] > min(self.regenerate_at, self.abstain_at) and (
+                old is None or band[1] > old[1]):
+            out.append("escalate_band")
+        if base.escalate_sensitive and not self.escalate_sensitive:
+            out.append("escalate_sensitive")
+        if not set(base.escalate_reasons) <= set(self.escalate_reasons):
+            out.append("escalate_reasons")
+        return out
+
     def to_dict(self, *, terms=False) -> dict:
         """A JSON-ready description of the policy, for audit records.
 

@@ -10,9 +10,14 @@ Scoring is CPU-bound: it runs off the event loop, on one scoring thread with
 one worker, in that many scoring processes with several (each loads and
 audits the model once; a request goes to the one its context hashes to, or
 to the least busy), so ``/healthz`` and ``/readyz`` answer while a batch is
-scored.  At most ``max_queue`` requests wait or are being scored (more get
-503 at once), and a request past ``request_timeout`` gets 503 (the blocks
-scored before are in the audit log, and the rest are not scored).
+scored.  At most ``max_queue`` requests are read, wait or are being scored
+(more get 503 at once, before their body is read); a body must arrive within
+``body_timeout`` (408).  A request past ``request_timeout`` gets 503 and its
+job stops at its next check (:mod:`evqual._deadline`: between claims,
+sentences and items), so the worker is free again within milliseconds; a
+scoring process whose job has not stopped ``_KILL_GRACE`` seconds later is
+killed and replaced.  The request keeps its queue place, and its scoring
+process its in-flight count, until the job has really ended.
 """
 
 
@@ -38,6 +43,7 @@ SERVICE_ENDPOINTS = ("/v1/score", "/v1/verify", "/v1/model", "/healthz", "/ready
 
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 _BATCH_SIZE = 16  # answers featurized together, as `evqual score`'s default
+_KILL_GRACE = 5.0  # seconds past its deadline a scoring process's job may run before the process is replaced
 
 
 def _require(module: str, package: str):
@@ -145,12 +151,21 @@ class _Worker:
 
 def _run_job(worker: _Worker, kind: str, deadline: float, data: bytes, opts: dict, request_id: str):
     """``(output lines, seconds)`` of one request's items (``data``: their JSONL); ``kind`` ``"score"`` or
-    ``"verify"``."""
+    ``"verify"``.  Raises :class:`_Timeout` once ``deadline`` (``time.monotonic()``) has passed: the work
+    stops at its next check (:func:`evqual._deadline.check_deadline`), not at the end of its block."""
+    from .._deadline import DeadlineExceeded, deadline as time_limit
+
     start = time.perf_counter()
-    if kind == "score":
-        lines = _score_job(worker, deadline, data, opts.get("policy"), opts.get("verify"), request_id)
-    else:
-        lines = _verify_job(worker, deadline, data, opts.get("method", "claims"), request_id)
+    if time.monotonic() > deadline:  # waited in the queue past its time: never started
+        raise _Timeout()
+    try:
+        with time_limit(deadline):
+            if kind == "score":
+                lines = _score_job(worker, deadline, data, opts.get("policy"), opts.get("verify"), request_id)
+            else:
+                lines = _verify_job(worker, deadline, data, opts.get("method", "claims"), request_id)
+    except DeadlineExceeded:
+        raise _Timeout() from None
     return lines, time.perf_counter() - start
 
 
@@ -304,61 +319,117 @@ class _Service:
         return ok
 
     # ------------------------------------------------------------------ work
-    def _submit(self, lane, kind, deadline, data, opts, request_id):
+    def reserve(self) -> "_Slot":
+        """A place in the queue (``max_queue``), taken before the request's body is read; 503 when full."""
+        with self._waiting_lock:
+            if self._waiting >= self.config.max_queue:
+                raise _Refused(503, f"busy: {self._waiting} requests are being read, waiting or scored (max_queue)",
+                               {"Retry-After": "1"})
+            self._waiting += 1
+        self.metrics.queue.inc()
+        return _Slot(self)
+
+    def _release(self):
+        with self._waiting_lock:
+            self._waiting -= 1
+        self.metrics.queue.dec()
+
+    def _submit(self, lane, kind, deadline, data, opts, request_id) -> concurrent.futures.Future:
         if lane is None:
-            return asyncio.get_running_loop().run_in_executor(self._thread, _run_job, self.worker, kind, deadline,
-                                                              data, opts, request_id)
+            return self._thread.submit(_run_job, self.worker, kind, deadline, data, opts, request_id)
         with self._pool_lock:
             pool = self._lanes[lane]
-        return asyncio.wrap_future(pool.submit(_child_job, kind, deadline, data, opts, request_id))
+        return pool.submit(_child_job, kind, deadline, data, opts, request_id)
 
     def _renew_lane(self, lane: int, broken):
-        """Replace a lane whose scoring process died (by the OOM killer, a signal): later requests go on."""
+        """Replace a lane whose scoring process died (by the OOM killer, a signal) or was killed: later
+        requests go on."""
         with self._pool_lock:
             if self._lanes[lane] is broken:
                 broken.shutdown(wait=False, cancel_futures=True)
                 self._lanes[lane] = self._new_lanes(1)[0]
 
-    async def run(self, kind: str, items, opts: dict, request_id: str, *, state=None):
-        """The output lines of a request's items, scored or verified by a worker; 503 when the queue is full,
-        time runs out or a scoring process died.  ``state`` (a request's ``state``) gets ``score_s``: the
-        seconds the job ran in the worker."""
-        with self._waiting_lock:
-            if self._waiting >= self.config.max_queue:
-                raise _Refused(503, f"busy: {self._waiting} requests are waiting (max_queue)",
-                               {"Retry-After": "1"})
-            self._waiting += 1
-        self.metrics.queue.inc()
-        deadline = time.monotonic() + self.config.request_timeout
+    def _kill_if_running(self, lane: int, pool, future) -> None:
+        """The watchdog of a job past its deadline: when it has still not stopped, kill its scoring process
+        (its lane is replaced; requests queued on that lane get 503 and may retry)."""
+        if future.done():
+            return
+        for proc in list(getattr(pool, "_processes", {}).values()):  # the pool's one process
+            with contextlib.suppress(Exception):
+                proc.kill()
+        with contextlib.suppress(Exception):
+            self._renew_lane(lane, pool)
+
+    async def run(self, kind: str, items, opts: dict, request_id: str, *, slot: "_Slot", state=None):
+        """The output lines of a request's items, scored or verified by a worker; 503 when time runs out or
+        a scoring process died.  ``slot`` (:meth:`reserve`) is released when the job has really ended (a
+        timed-out job still holds it, and its scoring process's in-flight count, until it stops).
+        ``state`` (a request's ``state``) gets ``score_s``: the seconds the job ran in the worker."""
+        deadline = slot.deadline
         lane = self._lane_for(items) if self._lanes else None
+        data = _items_jsonl(items)
+        pool = self._lanes[lane] if lane is not None else None
+        future = self._submit(lane, kind, deadline, data, opts, request_id)
         if lane is not None:
-            pool = self._lanes[lane]
             self._in_flight[lane] += 1
-        try:
-            data = _items_jsonl(items)
-            try:
-                future = self._submit(lane, kind, deadline, data, opts, request_id)
-                lines, seconds = await asyncio.wait_for(future, timeout=self.config.request_timeout)
-            except (asyncio.TimeoutError, _Timeout):  # wait_for cancelled the job: never runs if not started
-                # (a started job stops at its next block: the deadline is passed to it)
-                raise _Refused(503, f"the request took longer than {self.config.request_timeout:g} s "
-                                    "(request_timeout); answers scored before the limit are in the audit log",
-                               {"Retry-After": "1"}) from None
-            except concurrent.futures.BrokenExecutor:
-                if lane is None:
-                    raise
-                await asyncio.get_running_loop().run_in_executor(None, self._renew_lane, lane, pool)
-                raise _Refused(503, "a scoring process died while this request waited or ran; it was "
-                                    "restarted: retry", {"Retry-After": "1"}) from None
-            if state is not None:
-                state.score_s = seconds
-            return lines
-        finally:
+        loop = asyncio.get_running_loop()
+
+        def ended(_f, lane=lane):
             if lane is not None:
-                self._in_flight[lane] -= 1
-            with self._waiting_lock:
-                self._waiting -= 1
-            self.metrics.queue.dec()
+                loop.call_soon_threadsafe(self._lane_done, lane)
+            slot.release()
+
+        slot.handed_off = True
+        future.add_done_callback(ended)
+        waited = asyncio.wrap_future(future)
+        waited.add_done_callback(_consume)  # a timed-out job's late _Timeout is nobody's error
+        remaining = max(0.0, deadline - time.monotonic())
+        try:
+            lines, seconds = await asyncio.wait_for(asyncio.shield(waited), timeout=remaining)
+        except (asyncio.TimeoutError, _Timeout):
+            future.cancel()  # never runs if not started; a started job stops at its next deadline check
+            if lane is not None:
+                loop.call_later(_KILL_GRACE, lambda: loop.run_in_executor(
+                    None, self._kill_if_running, lane, pool, future))
+            raise _Refused(503, f"the request took longer than {self.config.request_timeout:g} s "
+                                "(request_timeout); answers scored before the limit are in the audit log",
+                           {"Retry-After": "1"}) from None
+        except concurrent.futures.BrokenExecutor:
+            if lane is None:
+                raise
+            await loop.run_in_executor(None, self._renew_lane, lane, pool)
+            raise _Refused(503, "a scoring process died while this request waited or ran; it was "
+                                "restarted: retry", {"Retry-After": "1"}) from None
+        if state is not None:
+            state.score_s = seconds
+        return lines
+
+    def _lane_done(self, lane: int) -> None:
+        self._in_flight[lane] -= 1
+
+
+def _consume(future) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
+class _Slot:
+    """A request's place in the queue: taken before its body is read, given back once (when the request
+    fails before its job starts, or when the job has ended)."""
+
+    def __init__(self, service: _Service):
+        self.service = service
+        self.deadline = time.monotonic() + service.config.request_timeout
+        self.handed_off = False  # the job's end releases it
+        self._lock = threading.Lock()
+        self._released = False
+
+    def release(self):
+        with self._lock:
+            if self._released:
+                return
+            self._released = True
+        self.service._release()
 
 
 def _server_timing(total_s: float, score_s) -> str:
@@ -369,12 +440,27 @@ def _server_timing(total_s: float, score_s) -> str:
     return ", ".join(parts)
 
 
+def _item_line(item) -> str:
+    """One item as a line of generic JSONL, read by `evqual score` as the same line of a file would be: a
+    number JSON cannot hold (``1e999`` in the body) is written as ``Infinity``, which the reader takes as
+    `evqual score` takes it (a pass-through field dropped with W002, a required field an E103 record);
+    a value that cannot be written at all is an E101 line of its own, never an error of the whole batch."""
+    from ..scoring import dumps_line
+
+    try:
+        return dumps_line(item) if isinstance(item, dict) else json.dumps(item) + "\n"
+    except ValueError:
+        pass
+    try:
+        return json.dumps(item, ensure_ascii=True, allow_nan=True) + "\n"
+    except (ValueError, TypeError, RecursionError):
+        return '"this item cannot be written as JSON"\n'
+
+
 def _items_jsonl(items) -> bytes:
     """The items as the lines of a generic JSONL (any JSON value: a line that is not an object gets the
     error record `evqual score` gives it)."""
-    from ..scoring import dumps_line
-
-    return "".join(dumps_line(it) if isinstance(it, dict) else json.dumps(it) + "\n" for it in items).encode("utf-8")
+    return "".join(_item_line(it) for it in items).encode("utf-8")
 
 
 def _stream(data: bytes, request_id: str):
@@ -516,6 +602,14 @@ def create_app(config: ServeConfig | None = None, *, scorer=None):
         return given if given and _REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
 
     async def read_body(request) -> bytes:
+        """The body, within ``body_timeout`` (408 and the connection closed past it)."""
+        try:
+            return await asyncio.wait_for(read_body_now(request), timeout=config.body_timeout)
+        except asyncio.TimeoutError:
+            raise _Refused(408, f"the body did not arrive within {config.body_timeout:g} s (body_timeout)",
+                           {"Connection": "close"}) from None
+
+    async def read_body_now(request) -> bytes:
         length = request.headers.get("content-length")
         if length is not None:
             if not length.isdigit():
@@ -574,19 +668,44 @@ def create_app(config: ServeConfig | None = None, *, scorer=None):
                 if r.get("decision"):
                     m.decisions.labels(str(r["decision"])).inc()
 
+    def check_policy(policy) -> None:
+        """A request's policy overrides, as ``policy_overrides`` allows them (403 when it does not)."""
+        if config.policy_overrides == "off":
+            raise _Refused(403, "policy overrides are switched off on this service (evqual serve "
+                                "--policy-overrides stricter|any turns them on)")
+        try:
+            merged = service.scorer.policy.with_overrides(policy)  # checked here: a bad override is a 422
+        except ValueError as exc:
+            raise _Refused(422, f"policy: {exc}") from None
+        if config.policy_overrides == "stricter":
+            looser = merged.looser_than(service.scorer.policy,
+                                        float(getattr(service.scorer.detector, "threshold_", 0.5)))
+            if looser:
+                raise _Refused(403, f"policy: overrides may only make decisions stricter on this service "
+                                    f"(policy_overrides 'stricter'); looser: {', '.join(looser)}")
+
+    async def with_slot(request, handle):
+        """``handle(body)`` holding a queue place from before the body is read until the job has ended."""
+        slot = service.reserve()
+        try:
+            return await handle(_parse_body(await read_body(request)), slot)
+        finally:
+            if not slot.handed_off:
+                slot.release()
+
     async def score_handler(request, rid):
-        body = _parse_body(await read_body(request))
+        return await with_slot(request, lambda body, slot: score_body(body, slot, request, rid))
+
+    async def score_body(body, slot, request, rid):
         items, single, opts = _split_request(body, config, ("policy", "verify"))
         policy = opts.get("policy")
         if policy is not None:
-            try:
-                service.scorer.policy.with_overrides(policy)  # checked here: a bad override is the request's 422
-            except ValueError as exc:
-                raise _Refused(422, f"policy: {exc}") from None
+            check_policy(policy)
         verify = opts.get("verify")
         if verify is not None and verify not in ("claims", "metarag"):
             raise _Refused(422, f"verify must be 'claims', 'metarag' or null; got {verify!r}")
-        lines = await service.run("score", items, {"policy": policy, "verify": verify}, rid, state=request.state)
+        lines = await service.run("score", items, {"policy": policy, "verify": verify}, rid, slot=slot,
+                                  state=request.state)
         records = [json.loads(line) for line in lines]
         count(records, "score")
         if single and "risk" not in records[0]:
@@ -594,12 +713,14 @@ def create_app(config: ServeConfig | None = None, *, scorer=None):
         return _envelope(rid, lines, single)
 
     async def verify_handler(request, rid):
-        body = _parse_body(await read_body(request))
+        return await with_slot(request, lambda body, slot: verify_body(body, slot, request, rid))
+
+    async def verify_body(body, slot, request, rid):
         items, single, opts = _split_request(body, config, ("method",))
         method = opts.get("method", "claims")
         if method not in ("claims", "metarag"):
             raise _Refused(422, f"method must be 'claims' or 'metarag'; got {method!r}")
-        lines = await service.run("verify", items, {"method": method}, rid, state=request.state)
+        lines = await service.run("verify", items, {"method": method}, rid, slot=slot, state=request.state)
         records = [json.loads(line) for line in lines]
         count(records, "verify")
         return _envelope(rid, lines, single)
@@ -612,7 +733,11 @@ def create_app(config: ServeConfig | None = None, *, scorer=None):
                 "threshold": float(getattr(det, "threshold_", 0.5)),
                 "policy": service.scorer.policy.to_dict(),
                 "limits": {"max_body_bytes": config.max_body_bytes, "max_batch": config.max_batch,
-                           "request_timeout": config.request_timeout, "max_queue": config.max_queue},
+                           "request_timeout": config.request_timeout, "max_queue": config.max_queue,
+                           "body_timeout": config.body_timeout, "header_timeout": config.header_timeout,
+                           "keep_alive_timeout": config.keep_alive_timeout,
+                           "max_connections": config.max_connections},
+                "policy_overrides": config.policy_overrides,
                 "evqual_version": __version__}
 
     @app.post("/v1/score", summary="Score one answer, or a batch of them",
@@ -629,6 +754,16 @@ def create_app(config: ServeConfig | None = None, *, scorer=None):
     @app.get("/v1/model", summary="The model served: method, version, SHA-256, threshold, policy, limits")
     async def model(request: fastapi.Request):
         return await guarded(request, "model", model_handler)
+
+    from starlette.exceptions import HTTPException as _HTTPException
+
+    @app.exception_handler(_HTTPException)
+    async def http_error(request, exc):
+        """Starlette's own errors (an unknown path, a method not allowed) in the service's error shape."""
+        message = {404: "not found", 405: "method not allowed"}.get(exc.status_code, str(exc.detail))
+        return error(exc.status_code, f"{message}: {request.method} {request.url.path[:200]}"
+                     if exc.status_code in (404, 405) else message, request_id_of(request),
+                     dict(exc.headers or {}))
 
     @app.get("/healthz", summary="The process is up")
     async def healthz():

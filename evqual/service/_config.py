@@ -15,6 +15,9 @@ TOKENS_ENV = "EVQUAL_API_TOKENS"
 
 _MIN_TOKEN = 16
 
+POLICY_OVERRIDES = ("off", "stricter", "any")
+"""The values of :attr:`ServeConfig.policy_overrides`."""
+
 
 def load_tokens(*, env: str | None = None, tokens_file=None) -> tuple:
     """The API tokens of ``$EVQUAL_API_TOKENS`` (comma-separated) and of ``tokens_file`` (one per line,
@@ -81,7 +84,25 @@ class ServeConfig:
         Seconds a request may wait and run; past it the service answers 503 (items scored before the
         limit are in the audit log).
     max_queue : int, default=64
-        Requests waiting for or holding a scoring worker, at most (more: 503 at once).
+        Requests being read, waiting for or holding a scoring worker, at most (more: 503 at once, before
+        the body is read).  A request keeps its place until its job has really ended: a job past
+        ``request_timeout`` still counts until it has stopped.
+    body_timeout : float, default=30.0
+        Seconds to receive a request's whole body; a client that sends it slower gets 408 and its
+        connection is closed (a stalled upload holds no memory and no queue place for longer).
+    header_timeout : float, default=10.0
+        Seconds a connection has to send a complete request head (request line and headers), on a new
+        connection and after each response; then it is closed (slowloris).
+    keep_alive_timeout : float, default=5.0
+        Seconds an idle keep-alive connection is kept open (uvicorn's ``timeout_keep_alive``).
+    max_connections : int, default=256
+        Open connections, at most: a connection past it is closed at once, and uvicorn answers 503 to
+        requests past it (its ``limit_concurrency``).
+    policy_overrides : {"off", "stricter", "any"}, default="off"
+        What a request's ``policy`` key may do: ``"off"`` refuses it (403), ``"stricter"`` accepts only
+        overrides that flag at least what the service's policy flags (lower thresholds, a wider
+        escalation band, more escalation reasons; :meth:`evqual.scoring.Policy.looser_than`), ``"any"``
+        accepts every valid override (a client may then switch flagging off).
     cors_origins : tuple of str, default=()
         Origins allowed by CORS; none by default (no CORS headers at all).
     verify_backend : {"rules", "llm"}, default="rules"
@@ -112,6 +133,11 @@ class ServeConfig:
     max_batch: int = 64
     request_timeout: float = 30.0
     max_queue: int = 64
+    body_timeout: float = 30.0
+    header_timeout: float = 10.0
+    keep_alive_timeout: float = 5.0
+    max_connections: int = 256
+    policy_overrides: str = "off"
     cors_origins: tuple = ()
     verify_backend: str = "rules"
     include_context: bool = True
@@ -123,9 +149,13 @@ class ServeConfig:
         _positive("port", self.port, zero=True)
         if self.port > 65535:
             raise ValueError(f"port must be in [0, 65535]; got {self.port!r}")
-        for name in ("workers", "max_body_bytes", "max_batch", "max_queue"):
+        for name in ("workers", "max_body_bytes", "max_batch", "max_queue", "max_connections"):
             _positive(name, getattr(self, name))
-        _positive("request_timeout", self.request_timeout, float)
+        for name in ("request_timeout", "body_timeout", "header_timeout", "keep_alive_timeout"):
+            _positive(name, getattr(self, name), float)
+        if self.policy_overrides not in POLICY_OVERRIDES:
+            raise ValueError(f"policy_overrides must be one of {', '.join(POLICY_OVERRIDES)}; "
+                             f"got {self.policy_overrides!r}")
         if self.verify_backend not in ("rules", "llm"):
             raise ValueError(f"verify_backend must be 'rules' or 'llm'; got {self.verify_backend!r}")
         if not isinstance(self.include_context, bool):

@@ -14,7 +14,7 @@ from ._entities import (
 from ._language import FUNCTION_WORDS, LANGUAGE_WARNING_CODE, language_signal, language_warning
 from ._lexicon import ANTONYM_PAIRS, MONTHS, NUMBER_WORDS, QUANTIFIER_SWAPS, US_STATES, WEEKDAYS, antonyms_of
 from ._numbers import NumberMention, context_number_values, extract_numbers, normalize_number
-from ._sentences import split_sentences
+from ._sentences import MAX_SENTENCE_CHARS, split_sentences
 from ._stem import STEMMER_BACKENDS, english_stemmer, stemmer_backend
 from ._tokens import STOP_WORDS, TOKEN_PATTERN, content_tokens, token_spans, tokenize
 
@@ -49,6 +49,7 @@ __all__ = [
     "require_spacy",
     "spacy_available",
     "split_sentences",
+    "MAX_SENTENCE_CHARS",
     "STEMMER_BACKENDS",
     "english_stemmer",
     "stemmer_backend",
