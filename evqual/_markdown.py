@@ -42,6 +42,35 @@ _MD_LINE_START = re.compile(r"(?:^|(?<=[\r\n]))([ \t]*)([#+\-=>]|\d+[.)])")  # \
 _MD_INDENT = re.compile(r"(?<=[\r\n])[ \t]+")  # after a line break (text quoted inline keeps its first space)
 
 
+_BIDI_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_RTL = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc\U00010800-\U00010fff\U0001e800-\U0001efff]")
+_FSI, _PDI = "\u2068", "\u2069"
+
+
+def bidi_safe(text) -> str:
+    """Untrusted text that cannot reorder what a reader sees around it (issue 39: an id holding U+202E
+    swapped the risk and the decision an auditor reads).
+
+    Every explicit bidi control (embeddings, overrides, isolates, marks: U+202A-U+202E, U+2066-U+2069,
+    U+200E, U+200F, U+061C) is shown as ``[U+XXXX]``; text that then still holds a right-to-left letter or
+    an Arabic digit is wrapped in FIRST STRONG ISOLATE ... POP DIRECTIONAL ISOLATE (what HTML's ``<bdi>``
+    does), so its direction stays inside it.  Left-to-right text comes back as it was.
+
+    >>> bidi_safe("a1\u202e risk")
+    'a1[U+202E] risk'
+    >>> bidi_safe("\u05e9\u05dc\u05d5\u05dd") == "\u2068\u05e9\u05dc\u05d5\u05dd\u2069"
+    True
+    >>> bidi_safe("plain")
+    'plain'
+    """
+    s = "" if text is None else str(text)
+    if _BIDI_CONTROLS.search(s):
+        s = _BIDI_CONTROLS.sub(lambda m: f"[U+{ord(m.group(0)):04X}]", s)
+    if _RTL.search(s):
+        s = _FSI + s + _PDI
+    return s
+
+
 def md_text(text) -> str:
     r"""Text for markdown that renders as exactly that text: no markdown construct (heading, list, quote,
     code, table, emphasis, link, image, autolink, raw HTML) can start from it, whatever it holds.
@@ -51,7 +80,7 @@ def md_text(text) -> str:
     >>> print(md_text("---"))
     \---
     """
-    s = _MD_ANYWHERE.sub(lambda m: "\\" + m.group(0), "" if text is None else str(text))
+    s = _MD_ANYWHERE.sub(lambda m: "\\" + m.group(0), bidi_safe(text))
     s = html.escape(s, quote=False)
     s = _MD_LINE_START.sub(lambda m: m.group(1) + m.group(2)[:-1] + "\\" + m.group(2)[-1], s)
     return _MD_INDENT.sub(lambda m: m.group(0).replace(" ", "&#32;").replace("\t", "&#9;"), s)
@@ -66,7 +95,7 @@ def indent_entities(line: str) -> str:
 
 def md_code(text) -> str:
     """Text for inside a code span: no backticks, line breaks or pipes (escapes do not work there)."""
-    return html.escape(" ".join(str(text).replace("`", "").replace("|", "").split()), quote=False)
+    return html.escape(" ".join(bidi_safe(text).replace("`", "").replace("|", "").split()), quote=False)
 
 
 def md_inline(text) -> str:

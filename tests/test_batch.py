@@ -32,7 +32,9 @@ from evqual.scoring import (
     resolve_jobs,
     score_file_parallel,
     score_frame,
+    usable_cores,
 )
+from evqual.scoring import _parallel
 from evqual.scoring._stream import score_file
 
 GOOD = {"query": "When did the bridge open?", "context": ["The bridge opened in 1932 after six years of work."],
@@ -167,11 +169,15 @@ class CrashingScorer:
 
 
 @pytest.mark.parametrize("n_lines, crash_line, batch_size", [(11, 6, 2), (40, 2, 1)])
-def test_a_dying_worker_costs_only_its_block(scorer, tmp_path, n_lines, crash_line, batch_size):
+def test_a_dying_worker_costs_only_its_block(scorer, tmp_path, n_lines, crash_line, batch_size, monkeypatch):
     """The block whose worker dies gets error records; every other line is scored as in the serial path.
 
-    With 40 one-answer blocks, blocks are still being sent when the pool breaks (the second case).
+    With 40 one-answer blocks, blocks are still being sent when the pool breaks (the second case).  Two
+    worker processes are used whatever the usable cores (issue 39: with one, ``--jobs 2`` was capped to 1,
+    the serial path ran ``CrashingScorer`` inside pytest, and its ``os._exit`` ended the whole run).
     """
+    monkeypatch.setattr(_parallel, "usable_cores", lambda: 2)
+    assert resolve_jobs(2) == 2
     lines = [good(i, output="CRASH here.") if i == crash_line else good(i) for i in range(1, n_lines + 1)]
     path = tmp_path / "crash.jsonl"
     path.write_text("".join(line + "\n" for line in lines))
@@ -194,7 +200,8 @@ def test_jobs_validation(tmp_path, capsys):
     assert main(["score", "--jobs", "-1", "--out", str(tmp_path / "o.jsonl")]) == 2
     assert "--jobs must be >= 1, or 0 for every core; got -1" in capsys.readouterr().err
     assert not (tmp_path / "o.jsonl").exists()
-    assert resolve_jobs(0) == resolve_jobs(None) == (os.cpu_count() or 1)
+    # the usable cores (affinity and CPU quota), not the machine's: under `taskset -c 0` they differ (issue 39)
+    assert resolve_jobs(0) == resolve_jobs(None) == usable_cores()
     with pytest.raises(TypeError):
         resolve_jobs(1.5)
     with pytest.raises(ValueError, match="batch_size must be >= 1"):

@@ -70,7 +70,8 @@ def craft(src: Path, dst: Path, mutate=None, *, graph_text=None) -> Path:
     graph, blob = read_packed(dst)
     if mutate is not None:
         mutate(graph, blob)
-    text = graph_text if graph_text is not None else json.dumps(graph)
+    # compact, as the writer writes it (white space would be refused as padding first)
+    text = graph_text if graph_text is not None else json.dumps(graph, separators=(",", ":"))
     install(dst, zip_members({"graph.json": text, "arrays.bin": bytes(blob)}))
     return dst
 
@@ -280,13 +281,13 @@ CRAFTED = [
     ("generator", _plant("$generator", {"$dict": {"bit_generator": "MT19937", "state": {"$dict": {}},
                                                   "has_uint32": 0, "uinteger": 0}}), "bit generator must be"),
     ("float", _plant("$float", "1e999999"), r"\$float must be"),
-    ("array past the blob", lambda g, b: g["arrays"][-1].__setitem__(2, len(b) + 16), "run past the end"),
+    ("array past the blob", lambda g, b: g["arrays"][-1].__setitem__(2, len(b) + 16), "run past the end|rounded up"),
     ("array shape", lambda g, b: g["arrays"][0].__setitem__(1, [-1]), "non-negative integers"),
-    ("huge array shape", lambda g, b: g["arrays"][0].__setitem__(1, [2**40, 2**40]), "run past the end"),
+    ("huge array shape", lambda g, b: g["arrays"][0].__setitem__(1, [2**40, 2**40]), "run past the end|need exactly|rounded up"),
     ("object dtype", lambda g, b: g["arrays"][0].__setitem__(0, "O"), "dtype 'O' is not allowed"),
     ("void dtype", lambda g, b: g["arrays"][0].__setitem__(0, "V8"), "is not allowed"),
-    ("misaligned offset", lambda g, b: g["arrays"][1].__setitem__(2, g["arrays"][1][2] + 1), "aligned"),
-    ("overlapping arrays", lambda g, b: _overlap(g), "after the previous array"),
+    ("misaligned offset", lambda g, b: g["arrays"][1].__setitem__(2, g["arrays"][1][2] + 1), "aligned|rounded up"),
+    ("overlapping arrays", lambda g, b: _overlap(g), "after the previous array|rounded up"),
     ("version", lambda g, b: g.update(version=2), "is not 'evqual-packed' version 1"),
     ("extra key", lambda g, b: g.update(code="print(1)"), "exactly 'format', 'version', 'arrays' and 'root'"),
     ("child out of range", _bad_child, "out of range|outside|child"),
@@ -327,8 +328,8 @@ def test_json_constants_are_refused(good, tmp_path):
 def test_extra_or_missing_zip_members_are_refused(good, tmp_path):
     graph, blob = read_packed(good)
     for members, match in (({"graph.json": json.dumps(graph), "arrays.bin": bytes(blob), "x.py": b"1"},
-                            "unexpected zip member|schema.json is missing"),
-                           ({"graph.json": json.dumps(graph)}, "unexpected zip member|schema.json is missing")):
+                            "evqual model pack holds exactly"),
+                           ({"graph.json": json.dumps(graph)}, "evqual model pack holds exactly")):
         folder = tmp_path / str(len(members))
         shutil.copytree(good, folder)
         install(folder, zip_members(members))

@@ -50,7 +50,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from .._markdown import indent_entities
+from .._markdown import bidi_safe, indent_entities
 from .._markdown import md_cell as _md_cell, md_code as _md_code, md_inline as _md_inline, md_text as _md_text
 from ..results import DECISIONS, ScoreResult
 
@@ -77,8 +77,10 @@ _SENTENCE_THRESHOLD_TEXT = (
 
 
 def _esc(text) -> str:
-    """HTML-escape any value (quotes included, so it is safe in attributes)."""
-    return html.escape("" if text is None else str(text), quote=True)
+    """HTML-escape any value (quotes included, so it is safe in attributes), its bidi controls shown and its
+    right-to-left text isolated (:func:`evqual._markdown.bidi_safe`): no id, reason or quoted text can
+    reorder the badges around it."""
+    return html.escape(bidi_safe(text), quote=True)
 
 
 def _as_records(results, errors=()) -> tuple[list[ScoreResult], list[dict]]:

@@ -10,7 +10,8 @@ callbacks (a ``chain`` run each) and compose with ``|``.
 
 from typing import Any
 
-from ..errors import MissingDependencyError
+from ..errors import EvqualDataError, MissingDependencyError
+from ._inputs import check_passages, check_text
 
 try:
     from langchain_core.documents import Document
@@ -26,12 +27,24 @@ REFUSAL = "I can't answer that reliably from the sources I was given."
 """What :func:`evqual_guard` answers for an answer evqual withholds (``abstain``) when no refusal is given."""
 
 
-def _text(value) -> str:
+def _convert(value):
+    """The text of a message or a document (None for anything else: it is refused, never ``str()``-ed)."""
     if isinstance(value, BaseMessage):
-        return value.content if isinstance(value.content, str) else str(value.content)
+        content = value.content
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list):  # content blocks: the text ones, joined
+            parts = [b if isinstance(b, str) else b.get("text") for b in content
+                     if isinstance(b, str) or (isinstance(b, dict) and isinstance(b.get("text"), str))]
+            return "".join(parts) if parts or not content else None
+        return None
     if isinstance(value, Document):
-        return value.page_content
-    return value if isinstance(value, str) else str(value)
+        return value.page_content if isinstance(value.page_content, str) else None
+    return None
+
+
+def _text(value) -> str:
+    return value if isinstance(value, str) else (_convert(value) or "")
 
 
 class EvqualRunnable(Runnable[dict, dict]):
@@ -81,7 +94,7 @@ class EvqualRunnable(Runnable[dict, dict]):
             self.scorer = Scorer.load()
         return self.scorer
 
-    def _item(self, value: dict) -> dict:
+    def _item(self, value: dict, position: int = 1) -> dict:
         if not isinstance(value, dict):
             raise TypeError(f"EvqualRunnable takes a dict with {self.question_key!r}, {self.context_key!r} and "
                             f"{self.answer_key!r}; got {type(value).__name__}")
@@ -89,28 +102,55 @@ class EvqualRunnable(Runnable[dict, dict]):
         if missing:
             raise KeyError(f"EvqualRunnable: the input lacks {', '.join(map(repr, missing))} "
                            f"(has {sorted(map(str, value))})")
-        docs = value[self.context_key]
-        docs = [docs] if isinstance(docs, (str, Document)) else list(docs)
-        query = value.get(self.question_key)
-        item = {"query": None if query is None else _text(query), "context": [_text(d) for d in docs],
-                "output": _text(value[self.answer_key])}
-        if value.get("id") is not None:
-            item["id"] = str(value["id"])
+        return self._checked(value, position)
+
+    def _checked(self, value: dict, position: int) -> dict:
+        """The scorer's item of one input; an answer or a passage that is not text (None, a number, a dict of
+        documents) raises :class:`~evqual.errors.EvqualDataError` with its E1xx code, never becomes a text."""
+        where = "<EvqualRunnable input>"
+        item = {"query": check_text(value.get(self.question_key), where=where, position=position,
+                                    field=self.question_key, convert=_convert, optional=True),
+                "context": check_passages(value[self.context_key], where=where, position=position,
+                                          field=self.context_key, convert=_convert),
+                "output": check_text(value[self.answer_key], where=where, position=position, field=self.answer_key,
+                                     convert=_convert)}
+        # the input's id, or its position in the batch (kept when a bad input before it is left out)
+        item["id"] = str(value["id"]) if value.get("id") is not None else str(position - 1)
         return item
 
-    def _score(self, inputs: list) -> list:
-        results = self._scorer().score_batch([self._item(v) for v in inputs], policy=self.policy)
-        return [{**v, self.output_key: r.to_dict()} for v, r in zip(inputs, results)]
+    def _score(self, inputs: list, return_exceptions: bool = False) -> list:
+        items: list = []
+        issues: list = []
+        for n, v in enumerate(inputs, 1):
+            try:
+                items.append(self._item(v, n))
+            except EvqualDataError as exc:
+                issues.extend(exc.issues)
+                items.append(exc)
+            except (TypeError, KeyError) as exc:  # not a dict, or a key missing
+                if not return_exceptions:
+                    raise
+                items.append(exc)
+        if issues and not return_exceptions:
+            raise EvqualDataError(issues)
+        good = [it for it in items if not isinstance(it, Exception)]
+        results = iter(self._scorer().score_batch(good, policy=self.policy) if good else [])
+        return [it if isinstance(it, Exception) else {**v, self.output_key: next(results).to_dict()}
+                for v, it in zip(inputs, items)]
 
     def invoke(self, input: dict, config: RunnableConfig | None = None, **kwargs: Any) -> dict:
         return self._call_with_config(lambda v: self._score([v])[0], input, config, run_type="chain")
 
     def batch(self, inputs: list, config=None, *, return_exceptions: bool = False, **kwargs: Any) -> list:
-        """Score many inputs in one :meth:`~evqual.scoring.Scorer.score_batch` call (faster per answer)."""
+        """Score many inputs in one :meth:`~evqual.scoring.Scorer.score_batch` call (faster per answer).
+
+        A bad input raises :class:`~evqual.errors.EvqualDataError` naming every bad input (its position as
+        the line, and the field); with ``return_exceptions=True`` it is that input's error and the others are
+        scored."""
         if not inputs:
             return []
-        return self._batch_with_config(self._score, list(inputs), config, return_exceptions=return_exceptions,
-                                       run_type="chain")
+        return self._batch_with_config(lambda vs: self._score(vs, return_exceptions), list(inputs), config,
+                                       return_exceptions=return_exceptions, run_type="chain")
 
 
 def evqual_guard(scorer: EvqualRunnable | None = None, *, fallback=None, verify=None, refusal=None,
@@ -125,8 +165,9 @@ def evqual_guard(scorer: EvqualRunnable | None = None, *, fallback=None, verify=
         Gets the scored input (with ``"evqual"``) when the decision is
         ``regenerate``, e.g. a stricter chain; default: the refusal.
     verify : Runnable or callable, optional
-        Gets it when the decision is ``escalate`` (the verification stage);
-        default: the answer, as for ``warn``.
+        Gets it when the decision is ``escalate`` (the verification stage).
+        Without one, an escalated answer is never passed on unchecked: it
+        goes to ``fallback`` (and so, without a fallback, to the refusal).
     refusal : Runnable, callable or str, optional
         What ``abstain`` (and ``regenerate`` without a fallback) returns;
         default :data:`REFUSAL`.
@@ -150,7 +191,9 @@ def evqual_guard(scorer: EvqualRunnable | None = None, *, fallback=None, verify=
     answer = RunnableLambda(lambda v: _text(v[answer_key])).with_config(run_name="evqual_answer")
     refuse = as_runnable(refusal, RunnableLambda(lambda _v: REFUSAL)).with_config(run_name="evqual_refusal")
     regenerate = as_runnable(fallback, refuse)
-    escalate = as_runnable(verify, answer)
+    # an answer evqual escalates needs a check it has not had: with no verification step it is regenerated
+    # (or refused), never shown as it is (issue 39: the README's guard passed "The bridge opened in 1952.")
+    escalate = as_runnable(verify, regenerate)
 
     def decision(d):
         return lambda v: v[output_key]["decision"] == d

@@ -11,7 +11,8 @@ import asyncio
 import threading
 from typing import Any, Optional, Sequence
 
-from ..errors import MissingDependencyError
+from ..errors import EvqualDataError, MissingDependencyError
+from ._inputs import check_passages, check_text
 
 try:
     from llama_index.core.evaluation import BaseEvaluator, EvaluationResult
@@ -83,15 +84,24 @@ class EvqualEvaluator(BaseEvaluator):
     def _update_prompts(self, prompts) -> None:
         return None
 
-    def score(self, query: Optional[str], response: str, contexts: Sequence[str]) -> dict:
-        """evqual's result (as ``evqual score`` writes it) for one answer."""
+    def score(self, query: Optional[str], response: str, contexts) -> dict:
+        """evqual's result (as ``evqual score`` writes it) for one answer.
+
+        ``contexts``: one string (one passage) or a sequence of strings.  A ``None`` or non-text response or
+        passage raises :class:`~evqual.errors.EvqualDataError` (E102/E103), never becomes the text "None"
+        (issue 39: a string context had become one passage per character)."""
+        where = "<EvqualEvaluator input>"
+        item = {"query": check_text(query, where=where, position=1, field="query", optional=True),
+                "context": check_passages(contexts, where=where, position=1, field="contexts"),
+                "output": check_text(response, where=where, position=1, field="response")}
         scorer = self._scorer if self._scorer is not None else _default_scorer()
-        item = {"query": query, "context": [str(c) for c in contexts], "output": str(response)}
         return scorer.score_batch([item], policy=self._policy)[0].to_dict()
 
     async def aevaluate(self, query: Optional[str] = None, response: Optional[str] = None,
                         contexts: Optional[Sequence[str]] = None, sleep_time_in_seconds: int = 0,
                         **kwargs: Any) -> EvaluationResult:
+        if isinstance(contexts, str):  # one passage, not one per character
+            contexts = [contexts]
         if response is None or not contexts:
             return EvaluationResult(query=query, response=response, contexts=list(contexts or []),
                                     invalid_result=True,
@@ -99,8 +109,9 @@ class EvqualEvaluator(BaseEvaluator):
         await asyncio.sleep(sleep_time_in_seconds)
         try:  # CPU-bound: off the event loop, so BatchEvalRunner's other jobs keep running
             result = await asyncio.to_thread(self.score, query, response, contexts)
-        except (ValueError, TypeError) as exc:
-            return EvaluationResult(query=query, response=response, contexts=list(contexts), invalid_result=True,
+        except (EvqualDataError, ValueError, TypeError) as exc:
+            return EvaluationResult(query=query, response=response if isinstance(response, str) else None,
+                                    contexts=[c for c in contexts if isinstance(c, str)], invalid_result=True,
                                     invalid_reason=f"evqual could not score it: {exc}")
         return EvaluationResult(query=query, response=response, contexts=list(contexts),
                                 passing=not result["flagged"], score=1.0 - float(result["risk"]),

@@ -57,7 +57,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._packed import is_packed, load_packed
+from ._packed import ARRAYS_MEMBER, GRAPH_MEMBER, VERSION_RE, is_packed, load_packed
 
 __all__ = ["ModelLoadError", "TRUSTED_TYPES", "load_audited", "audit_objects", "read_regular", "read_model_file", "read_json_file", "read_model_meta", "templates_for",
            "MAX_MODEL_BYTES", "MAX_META_BYTES", "MAX_UNCOMPRESSED_BYTES", "MAX_SCHEMA_BYTES", "MAX_SCHEMA_NODES",
@@ -252,6 +252,13 @@ def read_json_file(path, limit: int = MAX_META_BYTES):
 
 
 # ---------------------------------------------------------------------------------------------- the zip
+def _kind(model_path) -> str:
+    """What the file is meant to be, for messages: an evqual model pack (``.evqpack``, what evqual writes),
+    a skops file (``.skops``), or either."""
+    suffix = Path(str(model_path)).suffix.lower()
+    return {".evqpack": "evqual model pack", ".skops": "skops file"}.get(suffix, "evqual model pack or skops file")
+
+
 def _open_zip(data: bytes, model_path: Path) -> zipfile.ZipFile:
     """The zip, after checks of its directory (members, sizes, compression) and of every member's stream."""
     try:
@@ -259,7 +266,8 @@ def _open_zip(data: bytes, model_path: Path) -> zipfile.ZipFile:
         infos = zf.infolist()
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError, KeyError,
             NotImplementedError) as exc:
-        raise ModelLoadError(f"{model_path}: not a valid skops zip archive ({_oneline(exc)})") from None
+        raise ModelLoadError(f"{model_path}: not a valid {_kind(model_path)} (a zip archive: {_oneline(exc)})") \
+            from None
     if len(infos) > MAX_ZIP_MEMBERS:
         raise ModelLoadError(f"{model_path}: holds {len(infos)} zip members (at most {MAX_ZIP_MEMBERS})")
     total = sum(info.file_size for info in infos)
@@ -274,9 +282,13 @@ def _open_zip(data: bytes, model_path: Path) -> zipfile.ZipFile:
             raise ModelLoadError(f"{model_path}: zip member {_oneline(info.filename, 80)!r} is encrypted or "
                                  f"uses an unsupported compression")
     packed = is_packed(names)
+    if not packed and (GRAPH_MEMBER in names or ARRAYS_MEMBER in names or model_path.suffix == ".evqpack"):
+        shown = ", ".join(repr(_oneline(n, 40)) for n in sorted(names)[:6]) + (", ..." if len(names) > 6 else "")
+        raise ModelLoadError(f"{model_path}: an evqual model pack holds exactly {GRAPH_MEMBER!r} and "
+                             f"{ARRAYS_MEMBER!r}; this one holds {shown}; refusing to load")
     for info in infos:
         if not packed and info.filename != "schema.json" and not info.filename.endswith(".npy"):
-            raise ModelLoadError(f"{model_path}: unexpected zip member {_oneline(info.filename, 80)!r}")
+            raise ModelLoadError(f"{model_path}: unexpected member {_oneline(info.filename, 80)!r} in a skops file")
     if not packed and "schema.json" not in names:
         raise ModelLoadError(f"{model_path}: schema.json is missing (neither a skops file nor an evqual packed "
                              f"file)")
@@ -373,9 +385,41 @@ def _read_schema(zf: zipfile.ZipFile, model_path: Path):
         raise ModelLoadError(f"{model_path}: schema.json holds more than {MAX_SCHEMA_NODES} objects and arrays "
                              f"({containers}); refusing to load")
     try:
-        return json.loads(raw)
+        schema = json.loads(raw)
     except (ValueError, RecursionError) as exc:
         raise ModelLoadError(f"{model_path}: schema.json cannot be read ({_oneline(exc)})") from None
+    bad = _bad_version_string(schema)
+    if bad is not None:
+        raise ModelLoadError(f"{model_path}: schema.json: {_oneline(bad[0], 40)} is not a version string "
+                             f"({_oneline(repr(bad[1]), 40)}); refusing to load")
+    return schema
+
+
+def _bad_version_string(schema):
+    """``(key, value)`` of the first ``*_version`` field (``_skops_version``, an estimator's
+    ``_sklearn_version``) that is not a plain version string (:data:`~evqual.models._packed.VERSION_RE`), or
+    None.  A state's field is a node whose ``content`` is the JSON of the string."""
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        for key, value in node.items():
+            if isinstance(key, str) and key.endswith("_version"):
+                text = value
+                if isinstance(value, dict) and isinstance(value.get("content"), str):
+                    try:
+                        text = json.loads(value["content"])
+                    except (ValueError, RecursionError):
+                        text = value["content"]
+                if not (isinstance(text, str) and VERSION_RE.fullmatch(text)):
+                    return key, text
+            if isinstance(value, (dict, list)):
+                stack.append(value)
+    return None
 
 
 _EXIT = object()

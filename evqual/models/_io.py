@@ -642,6 +642,11 @@ def read_meta(path) -> dict:
     for key in _VERSION_KEYS:  # recorded since reproducible builds; absent from older models
         if key in meta and not isinstance(meta[key], str):
             raise _meta_error(meta_path, key, f"must be a string; got {type(meta[key]).__name__}")
+    from ._packed import VERSION_RE
+
+    for key in ("evqual_version", "sklearn_version", "python_version", *_VERSION_KEYS):
+        if key in meta and not VERSION_RE.fullmatch(meta[key]):  # printed in warnings: no escape, no newline
+            raise _meta_error(meta_path, key, f"is not a version string ({_oneline(repr(meta[key]), 40)})")
     if "prediction_fingerprint" in meta:
         fp = meta["prediction_fingerprint"]
         if not isinstance(fp, dict):

@@ -61,6 +61,10 @@ _PLAIN_DTYPES = {name: np.dtype(name) for name in ("b1", "i1", "i2", "i4", "i8",
 _SCALARS = {"float64": np.float64, "float32": np.float32, "int64": np.int64, "int32": np.int32,
             "uint64": np.uint64, "bool": np.bool_}
 _MAX_UNICODE = 4096  # characters of a fixed-width unicode dtype ('U<n>')
+VERSION_RE = __import__("re").compile(r"[0-9A-Za-z][0-9A-Za-z.+!_-]{0,63}")
+"""What a version string in a model file may hold (``1.6.1``, ``2.1.0rc1``, ``1.7.dev0+g12ab``): no escape,
+no line break, no space, at most 64 characters (issue 39: an estimator's ``_sklearn_version`` holding ANSI
+escapes and newlines reached the terminal through scikit-learn's version warning)."""
 _MAX_DIMS = 8
 
 
@@ -233,6 +237,33 @@ _MAX_TREE_FEATURES = 1_000_000
 _MAX_TREE_CLASSES = 10_000
 
 
+def _layout(table, fail) -> tuple:
+    """``(rows, size)``: each array's ``(dtype, shape, offset, order)`` as checked, and the size ``arrays.bin``
+    must have.  Arrays follow one another as the writer lays them out: each at the previous one's end rounded
+    up to 16 bytes, the blob ending at the last one's end; a gap, padding or trailing bytes are refused
+    before the blob is read (issue 39: 300 MB of zeros loaded at an 814 MB peak and stayed in memory)."""
+    if not isinstance(table, list):
+        raise fail("'arrays' must be a list")
+    records = _record_dtypes()
+    rows, end = [], 0
+    for i, row in enumerate(table):
+        if not (isinstance(row, list) and len(row) == 4):
+            raise fail(f"arrays[{i}] must be [dtype, shape, offset, order]")
+        name, shape, offset, order = row
+        dtype = _dtype_of(name, records, lambda p, i=i: fail(f"arrays[{i}]: {p}"))
+        if (not isinstance(shape, list) or len(shape) > _MAX_DIMS
+                or not all(type(n) is int and n >= 0 for n in shape)):
+            raise fail(f"arrays[{i}]: shape must be a list of at most {_MAX_DIMS} non-negative integers")
+        if type(offset) is not int or offset != end + (-end % _ALIGN):
+            raise fail(f"arrays[{i}]: offset must be the previous array's end rounded up to {_ALIGN} bytes "
+                       f"({end + (-end % _ALIGN)}; no padding between arrays)")
+        if order not in ("C", "F"):
+            raise fail(f"arrays[{i}]: order must be 'C' or 'F'")
+        rows.append((dtype, shape, offset, order))
+        end = offset + math.prod(shape) * dtype.itemsize
+    return rows, end
+
+
 class _Reader:
     def __init__(self, graph: dict, blob: bytearray, trusted, fail, max_nodes: int, max_depth: int):
         self.fail = fail
@@ -252,22 +283,11 @@ class _Reader:
 
     def _arrays(self, table, blob: bytearray) -> list:
         fail = self.fail
-        if not isinstance(table, list):
-            raise fail("'arrays' must be a list")
-        records = _record_dtypes()
-        out, end = [], 0
-        for i, row in enumerate(table):
-            if not (isinstance(row, list) and len(row) == 4):
-                raise fail(f"arrays[{i}] must be [dtype, shape, offset, order]")
-            name, shape, offset, order = row
-            dtype = _dtype_of(name, records, lambda p: fail(f"arrays[{i}]: {p}"))
-            if (not isinstance(shape, list) or len(shape) > _MAX_DIMS
-                    or not all(type(n) is int and n >= 0 for n in shape)):
-                raise fail(f"arrays[{i}]: shape must be a list of at most {_MAX_DIMS} non-negative integers")
-            if type(offset) is not int or offset < end or offset % _ALIGN:
-                raise fail(f"arrays[{i}]: offset must be an aligned integer after the previous array's end")
-            if order not in ("C", "F"):
-                raise fail(f"arrays[{i}]: order must be 'C' or 'F'")
+        rows, size = _layout(table, fail)
+        if size != len(blob):
+            raise fail(f"{ARRAYS_MEMBER} holds {len(blob)} bytes; its arrays need exactly {size}")
+        out = []
+        for i, (dtype, shape, offset, order) in enumerate(rows):
             nbytes = math.prod(shape) * dtype.itemsize
             if offset + nbytes > len(blob):
                 raise fail(f"arrays[{i}]: {nbytes} bytes at offset {offset} run past the end of {ARRAYS_MEMBER} "
@@ -275,7 +295,6 @@ class _Reader:
             count = math.prod(shape)
             arr = np.frombuffer(blob, dtype=dtype, count=count, offset=offset) if count else np.empty(0, dtype)
             out.append(arr.reshape(shape, order=order))
-            end = offset + nbytes
         return out
 
     def _class(self, name, allowed: set, what: str):
@@ -387,6 +406,11 @@ class _Reader:
         serial = len(self.built)
         self.built.append(None)
         state = self._state(body[1], depth)
+        if isinstance(state, dict):
+            for key, v in state.items():
+                if isinstance(key, str) and key.endswith("_version") and not (
+                        isinstance(v, str) and VERSION_RE.fullmatch(v)):
+                    raise self.fail(f"{body[0]}.{key[:40]} is not a version string ({str(v)[:40]!r})")
         obj = cls.__new__(cls)
         setstate = getattr(obj, "__setstate__", None)
         if setstate is not None:
@@ -498,6 +522,19 @@ def load_packed(zf: zipfile.ZipFile, model_path, *, trusted, root, max_graph_byt
     if graph["format"] != PACKED_FORMAT or graph["version"] != PACKED_VERSION:
         raise fail(f"format {str(graph['format'])[:40]!r} version {str(graph['version'])[:20]} is not "
                    f"{PACKED_FORMAT!r} version {PACKED_VERSION}")
+    # no member larger than its content needs: the graph as the writer writes it (compact JSON, no white
+    # space or padding), the blob exactly its arrays (checked before it is read)
+    try:
+        compact = len(json.dumps(graph, separators=(",", ":"), allow_nan=False, ensure_ascii=True))
+    except ValueError as exc:
+        raise fail(f"not in the writer's form ({exc})") from None
+    if compact != len(raw):
+        raise fail(f"{len(raw)} bytes where its content needs {compact} (white space or padding)")
+    _, size = _layout(graph["arrays"], fail)
+    declared = zf.getinfo(ARRAYS_MEMBER).file_size
+    if declared != size:
+        raise fail(f"{ARRAYS_MEMBER} holds {declared} bytes; its arrays need exactly {size} (padding or a "
+                   "missing part)")
     blob = bytearray(zf.read(ARRAYS_MEMBER))
     reader = _Reader(graph, blob, trusted, fail, max_nodes, max_depth)
     top = graph["root"]

@@ -33,11 +33,35 @@ _MAX_QUEUED_ERRORS = 4096  # error records waiting behind the blocks in flight
 
 
 def usable_cores() -> int:
-    """The cores this process may run on (its CPU affinity; :func:`os.cpu_count` where that is unknown)."""
+    """The cores this process may use: its CPU affinity (:func:`os.cpu_count` where that is unknown), and no
+    more than a cgroup v2 CPU quota allows (``cpu.max``: a container given one CPU of a larger machine gets 1,
+    rounded up), whichever is smaller."""
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cores = max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    quota = _cgroup_cpu_quota()
+    return max(1, min(cores, quota)) if quota is not None else cores
+
+
+def _cgroup_cpu_quota(path: str = "/sys/fs/cgroup/cpu.max"):
+    """The CPUs a cgroup v2 quota gives (``"quota period"``, rounded up), or None (no quota, no file).
+
+    >>> import tempfile, os
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".max", delete=False) as f:
+    ...     _ = f.write("150000 100000\\n")
+    >>> _cgroup_cpu_quota(f.name), os.unlink(f.name)
+    (2, None)
+    """
+    try:
+        with open(path, encoding="ascii") as fh:
+            quota, _, period = fh.read().strip().partition(" ")
+        if quota == "max":
+            return None
+        q, p = int(quota), int(period or 100000)
+        return -(-q // p) if q > 0 and p > 0 else None
+    except (OSError, ValueError):
+        return None
 
 
 def resolve_jobs(jobs, *, blocks: int | None = None) -> int:

@@ -10,6 +10,7 @@ A thin layer over :mod:`evqual.scoring`: ``POST /v1/score`` and ``POST /v1/verif
 
 from ._app import SERVICE_ENDPOINTS, create_app
 from ._config import TOKENS_ENV, ServeConfig, load_tokens
-from ._run import serve
+from ._run import guarded_protocol, serve, uvicorn_options
 
-__all__ = ["SERVICE_ENDPOINTS", "ServeConfig", "TOKENS_ENV", "create_app", "load_tokens", "serve"]
+__all__ = ["SERVICE_ENDPOINTS", "ServeConfig", "TOKENS_ENV", "create_app", "guarded_protocol", "load_tokens", "serve",
+           "uvicorn_options"]

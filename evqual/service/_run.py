@@ -96,7 +96,10 @@ def serve(config: ServeConfig, *, tokens_file=None, log_level: str = "info") -> 
     if config.audit_log:  # an unwritable log is an error here, not a traceback of the server's startup
         from ..scoring import AuditLog
 
-        AuditLog(config.audit_log).close()
+        try:
+            AuditLog(config.audit_log).close()
+        except OSError as exc:
+            raise ValueError(f"--audit-log {config.audit_log}: {exc.strerror or exc}") from None
     uvicorn.run(create_app(config, scorer=scorer), host=config.host, port=config.port,
                 log_level=log_level, timeout_graceful_shutdown=None, **uvicorn_options(config))
     sys.stdout.flush()
