@@ -8,7 +8,7 @@ import platform
 import resource
 import time
 
-__all__ = ["bench_featurize", "bench_score", "bench_stages", "bench_fit", "bench_sizes", "bench_startup", "bench_trees",
+__all__ = ["hostile_texts", "bench_featurize", "bench_score", "bench_stages", "bench_fit", "bench_sizes", "bench_startup", "bench_trees",
            "synthetic_sentences",
            "tokenize_floor", "peak_rss_mb", "pin_one_core", "bench_batch"]
 
@@ -441,10 +441,51 @@ def synthetic_sentences(n: int, *, seed: int = 0, vocabulary: int = 20_000) -> l
 
 # ---------------------------------------------------------------- scaling with input size
 SIZE_CASES = ("answer_1k", "answer_10k", "answer_20k", "answer_100k", "context_1mb", "context_10mb", "context_100mb",
-              "product_3kx2k", "product_30kx2k", "product_3kx20k", "product_30kx20k")
+              "product_3kx2k", "product_30kx2k", "product_3kx20k", "product_30kx20k",
+              "numbers_122kb", "numbers_3mb", "numbers_cap", "salad_7mb", "salad_cap")
 """The cases of :func:`bench_sizes`: answers of N sentences against a modest context, contexts of N MB
-against a short answer, and answers of N thousand sentences against M thousand passages (``product_NkxMk``:
-where cost once grew with N x M)."""
+against a short answer, answers of N thousand sentences against M thousand passages (``product_NkxMk``:
+where cost once grew with N x M), and the hostile shapes of issue 39: number-dense text with no sentence end
+(``numbers_*``) and word salad with no punctuation (``salad_*``), up to the size caps (``*_cap``: a context
+of 10,000,000 characters and an answer of 1,000,000)."""
+
+_HOSTILE_SIZES = {"numbers_122kb": (95_000, 20_800), "numbers_3mb": (2_550_000, 550_000),
+                  "numbers_cap": (10_000_000, 1_000_000), "salad_7mb": (6_200_000, 1_000_000),
+                  "salad_cap": (10_000_000, 1_000_000)}
+"""Characters of (context, answer) of the hostile size cases."""
+
+
+def hostile_texts(kind: str, context_chars: int, output_chars: int, seed: int = 0) -> tuple:
+    """``(context, output)`` of a hostile shape (issue 39), deterministic.
+
+    ``"numbers"``: a context of short clauses with no sentence end ("it was 12.5 km it was 7.3 km ...")
+    and an answer of short sentences ("It was 12 m."), the shape of the request that stopped the service
+    for minutes.  ``"salad"``: words of :func:`synthetic_sentences` in random order, no punctuation at all,
+    on both sides.
+
+    >>> ctx, out = hostile_texts("numbers", 60, 30)
+    >>> ctx.startswith("it was "), ctx.endswith(" km"), out.startswith("It was "), out.endswith(" m.")
+    (True, True, True, True)
+    """
+    import random
+
+    rng = random.Random(seed)
+
+    def fill(n, make):
+        parts, size = [], 0
+        while size < n:
+            p = make()
+            parts.append(p)
+            size += len(p) + 1
+        return " ".join(parts)
+
+    if kind == "numbers":
+        return (fill(context_chars, lambda: f"it was {rng.randint(1, 999)}.{rng.randint(0, 9)} km"),
+                fill(output_chars, lambda: f"It was {rng.randint(1, 999)} m."))
+    if kind == "salad":
+        words = " ".join(synthetic_sentences(3000, seed=seed)).replace(".", "").split()
+        return fill(context_chars, lambda: rng.choice(words)), fill(output_chars, lambda: rng.choice(words))
+    raise ValueError(f"unknown hostile shape {kind!r}; expected 'numbers' or 'salad'")
 
 _MODEST_CONTEXT = 200  # context sentences (10 passages) for the answer cases
 _SENTENCE_CHARS = 62  # mean length of a synthetic sentence, with its space
@@ -460,6 +501,8 @@ def size_case_example(case: str):
     (two sentences of the context, one with an unsupported number, one
     made up).  ``product_NkxMk``: an answer of N thousand synthetic
     sentences against M thousand passages of one synthetic sentence each.
+    ``numbers_*`` and ``salad_*``: :func:`hostile_texts` at the sizes of
+    :data:`_HOSTILE_SIZES`, the context as one string.
 
     Examples
     --------
@@ -486,6 +529,9 @@ def size_case_example(case: str):
                            synthetic_sentences(2, seed=9)[1]])
         return make_example(query="When did the bridge open?", context=context, output=output, task_type="QA",
                             id=case)
+    if case in _HOSTILE_SIZES:
+        context, output = hostile_texts(kind, *_HOSTILE_SIZES[case])
+        return make_example(query="q?", context=context, output=output, task_type="QA", id=case)
     if kind == "product" and "x" in size:
         n, m = (int(part[:-1]) * 1000 for part in size.split("x"))
         passages = synthetic_sentences(m, seed=1)  # one sentence per passage

@@ -52,8 +52,9 @@ def main(argv=None) -> int:
     ft.add_argument("--method", default="evqual")
     ft.add_argument("--json", required=True, help="where to write the result JSON")
     sz = sub.add_parser("sizes", help="time and peak memory of one answer of 1k-100k sentences, against a "
-                                      "1-100 MB context, or of 3k-30k sentences against 2k-20k passages (each case "
-                                      "in a fresh process on one core; all cases: about 15 minutes and up to 13 GB)")
+                                      "1-100 MB context, of 3k-30k sentences against 2k-20k passages, or of the "
+                                      "hostile shapes of issue 39 up to the size caps (numbers_*, salad_*) (each case "
+                                      "in a fresh process on one core; all cases: 30 minutes or more and up to 13 GB)")
     sz.add_argument("--json", required=True, help="where to write the result JSON")
     sz.add_argument("--cases", default=None, help="comma-separated subset of the cases (default: all)")
     sz.add_argument("--timeout", type=float, default=900.0, help="seconds after which a case is stopped")

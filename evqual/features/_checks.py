@@ -137,6 +137,14 @@ LARGE_CONTEXT = 512
 only (RAGTruth's largest context has far fewer: below it, every sentence sharing words is compared)."""
 MAX_CANDIDATES = 32
 """Candidate evidence sentences per claim in a large context."""
+MAX_PLACING_STEMS = 48
+"""Stems of a claim that choose its candidate sentences in a large context, at most (the rarest)."""
+MAX_ITEM_CANDIDATES = 24
+"""Evidence items a claim's item is compared with in a large context, at most."""
+LARGE_CONTEXT_CHARS = 100_000
+"""Characters of context above which it is large too, however few its sentences (issue 39: 300 run-on
+'sentences' of 2,000 characters each made every claim compare with all of them; RAGTruth's largest context
+has 10,344 characters, the transfer sets' 11,359)."""
 _DISPLACED_MIN = 3
 UNSUPPORTED_MIN = 5
 """Content words of a claim unit the context and query lack, at the least, for an ``unsupported`` finding."""
@@ -902,6 +910,9 @@ class EvidenceUnits:
                     self.neg_stems.update(toks[j][4] for j in self.negated(seg) if j)
         self.postings = postings
         """Stem -> evidence sentences holding it."""
+        self.large = len(self.spans) > LARGE_CONTEXT or sum(map(len, self.chunk_texts)) > LARGE_CONTEXT_CHARS
+        """Whether the work per claim is bounded (:meth:`sentences_for`)."""
+        self._stem_pos: dict = {}
         self.words = words
         """Lower-case word -> evidence sentences holding it."""
         self.lower = lower
@@ -986,21 +997,24 @@ class EvidenceUnits:
         ``stems`` may hold values as ``"#" + digits`` ("#48"): a sentence that states the claim's numbers
         is about what the claim is about.
 
-        In a context of more than :data:`LARGE_CONTEXT` sentences the work per claim is bounded, so
+        In a context of more than :data:`LARGE_CONTEXT` sentences or :data:`LARGE_CONTEXT_CHARS`
+        characters (:attr:`large`) the work per claim is bounded, so
         that scoring time grows with sentences plus passages, not with their product: stems are taken
         rarest first, a stem held by more than :data:`MAX_CANDIDATES` sentences only adds to sentences
         a rarer stem found (the first stem excepted), and the :data:`MAX_CANDIDATES` sentences sharing
         the most (IDF-weighted) stems are kept.  Smaller contexts (every RAGTruth context) are read
         whole, exactly as before."""
         postings = self.postings
-        if len(self.spans) <= LARGE_CONTEXT:
+        if not self.large:
             counts: dict = {}
             for st in stems:
                 for seg in postings.get(st, ()):
                     counts[seg] = counts.get(seg, 0) + 1
             return sorted(seg for seg, c in counts.items() if c >= MIN_SLOT or self.fields[seg])
         n = len(self.spans)
-        lists = sorted((postings[st] for st in stems if st in postings), key=len)
+        # the claim's rarest stems place it (a claim of hundreds of words, a run-on text cut at
+        # MAX_SENTENCE_CHARS, would otherwise make every call walk hundreds of posting lists)
+        lists = sorted((postings[st] for st in stems if st in postings), key=len)[:MAX_PLACING_STEMS]
         counts, weights = {}, {}
         for i, segs in enumerate(lists):
             w = math.log1p(n / len(segs))
@@ -1025,17 +1039,15 @@ class EvidenceUnits:
         if cls == "pred":
             key = item.key
             held = self.postings.get(key, ())
-            if len(self.spans) > LARGE_CONTEXT and segs is not None:  # bounded: the claim's candidate sentences
+            if self.large and segs is not None:  # bounded: the claim's candidate sentences
                 held = [seg for seg in segs if seg in held]
             for seg in sorted(held):
-                toks = self.tokens(seg)
-                for j in range(1, len(toks)):
-                    if toks[j][4] == key:
-                        it = self.pred_item(seg, j)
-                        shared = len(item.slot & it.slot)
-                        if shared:
-                            counts[it] = shared
-            return counts
+                for j in self.stem_positions(seg).get(key, ()):  # the words with that stem, not every word
+                    it = self.pred_item(seg, j)
+                    shared = len(item.slot & it.slot)
+                    if shared:
+                        counts[it] = shared
+            return self._bounded(counts)
         if segs is None:
             segs = self.sentences_for(item.slot)
         for seg in segs:
@@ -1043,7 +1055,28 @@ class EvidenceUnits:
             for st in item.slot:
                 for it in index.get((cls, st), ()):
                     counts[it] = counts.get(it, 0) + 1
-        return counts
+        return self._bounded(counts)
+
+    def _bounded(self, counts: dict) -> dict:
+        """In a large context, the :data:`MAX_ITEM_CANDIDATES` candidates sharing the most slot stems (the
+        earliest on a tie), in their order: each is compared with the claim's item, so more would make the
+        work per item grow with the context (issue 39: 350 per item in a word salad)."""
+        if not self.large or len(counts) <= MAX_ITEM_CANDIDATES:
+            return counts
+        kept = set(sorted(counts, key=lambda it: (-counts[it], it.seg, it.start))[:MAX_ITEM_CANDIDATES])
+        return {it: n for it, n in counts.items() if it in kept}
+
+    def stem_positions(self, seg: int) -> dict:
+        """Stem -> positions (from 1: a sentence's first word is never a predicate here) of the words of
+        evidence sentence ``seg`` with that stem, in order (made on first use)."""
+        got = self._stem_pos.get(seg)
+        if got is None:
+            got = {}
+            for j, t in enumerate(self.tokens(seg)):
+                if j and t[4] is not None:
+                    got.setdefault(t[4], []).append(j)
+            self._stem_pos[seg] = got
+        return got
 
     def name_items(self, key: str) -> list:
         """Name items with lower-case text ``key``, in context order."""
@@ -1405,7 +1438,7 @@ def _displaced_name(items, toks, ev: EvidenceUnits, unit_start: int, claim_words
         if len(words) < _DISPLACED_MIN:
             continue
         counts = {}
-        if len(ev.spans) <= LARGE_CONTEXT:
+        if not ev.large:
             near = set(segs)
             for g in segs:
                 near.update(h for h in (g - 1, g + 1) if 0 <= h < len(ev.spans) and ev.spans[h][0] == ev.spans[g][0])

@@ -19,7 +19,7 @@ Rules (applied in this order, no model involved):
    sentence end: a pasted log, a list of values) is cut into pieces of at
    most that many characters, at the last white space before the limit
    (anywhere, when a piece has none in its second half).  No sentence of
-   RAGTruth or of the transfer sets is near it (the longest: 763
+   RAGTruth or of the transfer sets reaches it (the longest: 763
    characters); it keeps the cost of everything that compares a sentence
    with another bounded (issue 39: a 95 KB context of one "sentence" of
    6,000 values took 38 s to read).
@@ -139,7 +139,7 @@ def _split(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-MAX_SENTENCE_CHARS = 2000
+MAX_SENTENCE_CHARS = 1000
 """The longest sentence :func:`split_sentences` returns, in characters (rule 4 of the module docstring)."""
 
 _LAST_SPACE_RE = re.compile(r".*\s", re.DOTALL)
