@@ -913,6 +913,7 @@ class EvidenceUnits:
         self.large = len(self.spans) > LARGE_CONTEXT or sum(map(len, self.chunk_texts)) > LARGE_CONTEXT_CHARS
         """Whether the work per claim is bounded (:meth:`sentences_for`)."""
         self._stem_pos: dict = {}
+        self._name_items: dict = {}
         self.words = words
         """Lower-case word -> evidence sentences holding it."""
         self.lower = lower
@@ -1039,14 +1040,20 @@ class EvidenceUnits:
         if cls == "pred":
             key = item.key
             held = self.postings.get(key, ())
+            budget = None
             if self.large and segs is not None:  # bounded: the claim's candidate sentences
                 held = [seg for seg in segs if seg in held]
+                budget = 4 * MAX_ITEM_CANDIDATES  # and the first words with the stem in them
             for seg in sorted(held):
                 for j in self.stem_positions(seg).get(key, ()):  # the words with that stem, not every word
                     it = self.pred_item(seg, j)
                     shared = len(item.slot & it.slot)
                     if shared:
                         counts[it] = shared
+                    if budget is not None:
+                        budget -= 1
+                        if budget <= 0:
+                            return self._bounded(counts)
             return self._bounded(counts)
         if segs is None:
             segs = self.sentences_for(item.slot)
@@ -1079,10 +1086,14 @@ class EvidenceUnits:
         return got
 
     def name_items(self, key: str) -> list:
-        """Name items with lower-case text ``key``, in context order."""
-        out = []
-        for seg in sorted(self.words.get(key, ())):
-            out.extend(it for it in self.segment_items(seg)[0] if it.cls == "name" and it.key == key)
+        """Name items with lower-case text ``key``, in context order (made on first use: the role check asks
+        for a name once per pair of names of every claim)."""
+        out = self._name_items.get(key)
+        if out is None:
+            out = []
+            for seg in sorted(self.words.get(key, ())):
+                out.extend(it for it in self.segment_items(seg)[0] if it.cls == "name" and it.key == key)
+            self._name_items[key] = out
         return out
 
     def pred_item(self, seg: int, j: int):

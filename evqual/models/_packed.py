@@ -533,8 +533,8 @@ def load_packed(zf: zipfile.ZipFile, model_path, *, trusted, root, max_graph_byt
     _, size = _layout(graph["arrays"], fail)
     declared = zf.getinfo(ARRAYS_MEMBER).file_size
     if declared != size:
-        raise fail(f"{ARRAYS_MEMBER} holds {declared} bytes; its arrays need exactly {size} (padding or a "
-                   "missing part)")
+        raise ModelLoadError(f"{model_path}: {ARRAYS_MEMBER} holds {declared} bytes; its arrays need exactly "
+                             f"{size} (padding or a missing part); refusing to load")
     blob = bytearray(zf.read(ARRAYS_MEMBER))
     reader = _Reader(graph, blob, trusted, fail, max_nodes, max_depth)
     top = graph["root"]
