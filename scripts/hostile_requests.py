@@ -8,6 +8,7 @@ after the other, each bounded in count and time:
 * **slow request**: the issue's 122 KB request (a context of 6,000 clauses "it was 12.5 km", an answer of
   1,500 sentences "It was 12 m."; :func:`evqual.bench.hostile_texts`), then one ordinary request every 0.5 s:
   the seconds to the slow request's answer (200 or 503) and until an ordinary request is answered 200 again;
+  the same for the issue's 7.2 MB word salad (**slow salad**), which cannot be scored within the timeout;
 * **stalled uploads**: 30 connections that each send 7.4 MB of a declared 7.5 MB body and stall: how each
   is answered (408, 503) and the server's resident memory before, at the peak and after;
 * **slowloris**: 300 connections that send an unfinished header line: how many the server closed within
@@ -43,7 +44,7 @@ def rss_mb(pid: int) -> float:
 
 
 def start_server(extra: list) -> tuple:
-    proc = subprocess.Popen([sys.executable, "-m", "evqual", "serve", "--port", "0", "--log-level", "warning", *extra],
+    proc = subprocess.Popen([sys.executable, "-m", "evqual", "serve", "--port", "0", *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, "EVQUAL_API_TOKENS": ""})
     deadline = time.monotonic() + 120
@@ -77,10 +78,10 @@ def post(port: int, body: bytes, timeout: float = 120.0) -> tuple:
     return status, time.monotonic() - t0
 
 
-def slow_request(port: int) -> dict:
+def slow_request(port: int, shape=("numbers", 95_000, 20_800)) -> dict:
     from evqual.bench import hostile_texts
 
-    context, output = hostile_texts("numbers", 95_000, 20_800)
+    context, output = hostile_texts(*shape)
     big = json.dumps({"query": "q?", "context": context, "output": output}).encode()
     small = json.dumps({"query": "When did it open?", "context": ["The bridge opened in 1932."],
                         "output": "It opened in 1932."}).encode()
@@ -189,7 +190,7 @@ def slowloris(port: int, n: int = 300, wait: float = 15.0) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", required=True, help="where to write the result JSON")
-    ap.add_argument("--only", default="slow,stalled,slowloris", help="comma-separated parts (default: all)")
+    ap.add_argument("--only", default="slow,salad,stalled,slowloris", help="comma-separated parts (default: all)")
     args = ap.parse_args(argv)
     proc, port = start_server(["--request-timeout", "5", "--max-queue", "2"])
     out = {"server": "evqual serve --request-timeout 5 --max-queue 2 (other limits at their defaults)"}
@@ -198,6 +199,9 @@ def main(argv=None) -> int:
         if "slow" in parts:
             out["slow_request"] = slow_request(port)
             print("slow request:", out["slow_request"], flush=True)
+        if "salad" in parts:
+            out["slow_salad"] = slow_request(port, ("salad", 6_200_000, 990_000))
+            print("slow salad:", out["slow_salad"], flush=True)
         if "stalled" in parts:
             out["stalled_uploads"] = stalled_uploads(port, proc.pid)
             print("stalled uploads:", out["stalled_uploads"], flush=True)

@@ -884,6 +884,7 @@ class EvidenceUnits:
         lower: set = set()
         cs = _CONTENT_STEM
         for k, text in enumerate(self.chunk_texts):
+            check_deadline()
             field = _FIELD_RE.match(text) is not None and ". " not in text and len(text) < 300
             for s, e in split_sentences(text):
                 seg = len(self.spans)
@@ -954,6 +955,7 @@ class EvidenceUnits:
         got = self._seg_items.get(seg)
         if got is not None:
             return got
+        check_deadline()  # a claim may make thousands of sentences read for the first time
         k = self.spans[seg][0]
         toks = self.tokens(seg)
         text = self.chunk_texts[k]
@@ -1735,7 +1737,10 @@ def claim_checks(output: str, sentences, ev: EvidenceUnits, query: str = "", cla
             segs = ev.sentences_for({t[4] if t[4] is not None else "#" + t[3] for t in toks
                                      if t[4] is not None or t[3].isdigit()}) if items else []
             anchors = frozenset(it.key for it in items if it.cls == "number")
-            found = [_check_item(it, ev, claim_words, qw, values, segs, out_lower, anchors) for it in items]
+            found = []
+            for it in items:
+                check_deadline()
+                found.append(_check_item(it, ev, claim_words, qw, values, segs, out_lower, anchors))
             found.append(_role_check(items, toks, ev) or _order_swap(output, items, toks, ev, a))
             moved = _displaced_name(items, toks, ev, a, claim_words, qw)
             if moved is not None:

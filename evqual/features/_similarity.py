@@ -36,6 +36,7 @@ from collections import Counter, OrderedDict
 import numpy as np
 from scipy import sparse
 
+from .._deadline import check_deadline
 from ..text import STOP_WORDS, US_STATES, context_number_values, extract_numbers
 from ..text import TOKEN_PATTERN
 
@@ -102,6 +103,7 @@ class ContextIndex:
         intern = canon.setdefault
         stop = STOP_WORDS
         for text in self.chunk_texts:
+            check_deadline()
             all_toks = _TOKEN_RE.findall(text.lower())
             toks = [intern(t, t) for t in all_toks if t not in stop]
             context_words.update(all_toks)
@@ -465,6 +467,7 @@ class SentenceMatch:
         V = len(index.vocab)
         r0 = 0
         while r0 < S:
+            check_deadline()
             r1 = int(np.searchsorted(cost, cost[r0] + _PAIR_BUDGET, side="right")) - 1
             r1 = min(max(r1, r0 + 1), S)
             a, b = int(indptr[r0]), int(indptr[r1])
