@@ -10,7 +10,7 @@ import time
 
 __all__ = ["hostile_texts", "bench_featurize", "bench_score", "bench_stages", "bench_fit", "bench_sizes", "bench_startup", "bench_trees",
            "synthetic_sentences",
-           "tokenize_floor", "peak_rss_mb", "pin_one_core", "bench_batch"]
+           "tokenize_floor", "peak_rss_mb", "rss_mb", "pin_one_core", "bench_batch"]
 
 
 def pin_one_core() -> None:
@@ -563,7 +563,7 @@ def _size_case_main(case: str) -> dict:
             "chunks": len(ex.chunks), "spans": len(result.spans), "risk": round(result.risk, 6)}
 
 
-def _rss_mb(pid: int) -> float:
+def rss_mb(pid: int) -> float:
     """Current resident set size of process ``pid`` in MiB (Linux ``/proc``; 0 elsewhere)."""
     try:
         with open(f"/proc/{pid}/status", encoding="ascii") as fh:
@@ -613,7 +613,7 @@ def bench_sizes(cases=SIZE_CASES, *, timeout: float = 900.0, max_rss_gb: float =
                                 env=env, text=True)
         seen, reason = 0.0, None
         while proc.poll() is None:
-            seen = max(seen, _rss_mb(proc.pid))
+            seen = max(seen, rss_mb(proc.pid))
             elapsed = time.perf_counter() - start
             if elapsed > timeout:
                 reason = f"still running after {timeout:.0f} s"

@@ -31,16 +31,7 @@ import threading
 import time
 from pathlib import Path
 
-
-def rss_mb(pid: int) -> float:
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return 0.0
+from evqual.bench import rss_mb
 
 
 def start_server(extra: list) -> tuple:

@@ -369,14 +369,21 @@ class _Service:
         lane = self._lane_for(items) if self._lanes else None
         data = _items_jsonl(items)
         pool = self._lanes[lane] if lane is not None else None
-        future = self._submit(lane, kind, deadline, data, opts, request_id)
+        loop = asyncio.get_running_loop()
+        try:
+            future = self._submit(lane, kind, deadline, data, opts, request_id)
+        except concurrent.futures.BrokenExecutor:  # the lane's process died before this request came
+            if lane is None:
+                raise
+            await loop.run_in_executor(None, self._renew_lane, lane, pool)
+            raise _Refused(503, "a scoring process had died; it was restarted: retry", {"Retry-After": "1"}) from None
         if lane is not None:
             self._in_flight[lane] += 1
-        loop = asyncio.get_running_loop()
 
         def ended(_f, lane=lane):
             if lane is not None:
-                loop.call_soon_threadsafe(self._lane_done, lane)
+                with contextlib.suppress(RuntimeError):  # the loop is closed: the service is stopping
+                    loop.call_soon_threadsafe(self._lane_done, lane)
             slot.release()
 
         slot.handed_off = True
@@ -563,8 +570,12 @@ def create_app(config: ServeConfig | None = None, *, scorer=None):
 
     Examples
     --------
-    >>> app = create_app(ServeConfig(max_batch=8))  # doctest: +SKIP
-    >>> import uvicorn; uvicorn.run(app, host="127.0.0.1", port=8000)  # doctest: +SKIP
+    Serving it yourself, pass :func:`evqual.service.uvicorn_options` too: the header timeout, the
+    connection cap and the keep-alive timeout live in uvicorn's protocol, not in the app.
+
+    >>> config = ServeConfig(max_batch=8)  # doctest: +SKIP
+    >>> import uvicorn  # doctest: +SKIP
+    >>> uvicorn.run(create_app(config), host="127.0.0.1", port=8000, **uvicorn_options(config))  # doctest: +SKIP
     """
     fastapi = _require("fastapi", "fastapi")
     responses = _require("fastapi.responses", "fastapi")
