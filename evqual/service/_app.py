@@ -370,13 +370,17 @@ class _Service:
         data = _items_jsonl(items)
         pool = self._lanes[lane] if lane is not None else None
         loop = asyncio.get_running_loop()
+        async def renewed(when: str) -> _Refused:
+            """The lane's scoring process died (``when``): replace it; the request gets 503."""
+            await loop.run_in_executor(None, self._renew_lane, lane, pool)
+            return _Refused(503, f"a scoring process died {when}; it was restarted: retry", {"Retry-After": "1"})
+
         try:
             future = self._submit(lane, kind, deadline, data, opts, request_id)
-        except concurrent.futures.BrokenExecutor:  # the lane's process died before this request came
+        except concurrent.futures.BrokenExecutor:
             if lane is None:
                 raise
-            await loop.run_in_executor(None, self._renew_lane, lane, pool)
-            raise _Refused(503, "a scoring process had died; it was restarted: retry", {"Retry-After": "1"}) from None
+            raise await renewed("before this request came") from None
         if lane is not None:
             self._in_flight[lane] += 1
 
@@ -404,9 +408,7 @@ class _Service:
         except concurrent.futures.BrokenExecutor:
             if lane is None:
                 raise
-            await loop.run_in_executor(None, self._renew_lane, lane, pool)
-            raise _Refused(503, "a scoring process died while this request waited or ran; it was "
-                                "restarted: retry", {"Retry-After": "1"}) from None
+            raise await renewed("while this request waited or ran") from None
         if state is not None:
             state.score_s = seconds
         return lines
