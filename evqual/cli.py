@@ -290,11 +290,19 @@ def build_parser() -> argparse.ArgumentParser:
     ev = sub.add_parser(
         "evaluate", help="evaluate a method under a protocol and write a report folder",
         description=("Evaluate one method under cv5 (grouped 5-fold CV over the test split, each fold also "
-                     "trained on the train split) or official (fit on train, test on test). Thresholds and "
+                     "trained on the train split), official (fit on train, test on test) or transfer (several "
+                     "sources: each held out in turn, never trained on). Thresholds and "
                      "calibration are tuned on a grouped validation part of each training side. Writes "
                      "metrics.json, metrics.md, CSV tables and PNG figures to --out."))
-    ev.add_argument("--data", metavar="DIR_OR_FILE", help="dataset (default: the embedded sample)")
-    ev.add_argument("--protocol", choices=["cv5", "official"], default="cv5")
+    ev.add_argument("--data", metavar="SOURCE", action="append",
+                    help="dataset (default: the embedded sample); repeat for several sources, each "
+                         "PATH[:split=S,weight=W,name=N] (see `Several sources` in README.md)")
+    ev.add_argument("--protocol", choices=["cv5", "official", "transfer"], default="cv5",
+                    help="cv5 (default), official, or transfer: leave each source (and each task of a "
+                         "source of several tasks) out in turn; needs two --data sources or more")
+    ev.add_argument("--heldout-split", default="test", metavar="NAME",
+                    help="transfer: the split of a held-out source that is scored (default test; dev while "
+                         "developing)")
     ev.add_argument("--method", default="evqual", help="method name (see `evqual methods`); default evqual")
     ev.add_argument("--out", required=True, metavar="REPORT_DIR", help="report folder to write")
     _add_fit_options(ev)
@@ -307,7 +315,9 @@ def build_parser() -> argparse.ArgumentParser:
         description=("Fit a method on all given data, holding out a grouped validation part for calibration "
                      "and threshold (25% of the test split's sources when the data has one, else 20% of all "
                      "sources), then save model.evqpack and a validated meta.json to --out."))
-    tr.add_argument("--data", metavar="DIR_OR_FILE", help="dataset (default: the embedded sample)")
+    tr.add_argument("--data", metavar="SOURCE", action="append",
+                    help="dataset (default: the embedded sample); repeat for several sources, each "
+                         "PATH[:split=S,weight=W,name=N] (see `Several sources` in README.md)")
     tr.add_argument("--method", default="evqual", help="method name (default evqual)")
     tr.add_argument("--out", required=True, metavar="DIR", help="model folder to write, e.g. models/evqual")
     _add_fit_options(tr)
@@ -316,8 +326,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="input: an existing metrics.json (from `evqual evaluate`) whose figures are copied into the "
                          "model's meta.json; it is read, never written")
     tr.add_argument("--validation-split", metavar="NAME", default="test",
-                    help="draw the calibration/threshold part from rows of this split when present "
-                         "(default: test, as cv5 does); otherwise 20%% of all sources")
+                    help="draw the calibration/threshold part from rows of this split when present, several "
+                         "joined by + (test+dev) (default: test, as cv5 does); otherwise 20%% of all sources")
     tr.set_defaults(func=cmd_train)
 
     rp = sub.add_parser(
@@ -357,6 +367,14 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--policy", metavar="FILE", help="decision policy TOML (default: the built-in policy; see "
                                                    "evqual/scoring/policy_example.toml)")
     sc.add_argument("--audit-log", metavar="FILE", help="append one audit record per answer to this JSONL")
+    sc.add_argument("--flag-rate", type=float, default=None, metavar="R",
+                    help="flag-rate budget: set the general threshold and escalate band so that a share R (0 < R < "
+                         "1) of answers is flagged or escalated, from the risks of the first --budget-rows answers "
+                         "of IN.jsonl (no label needed; not with standard input); default: the policy's "
+                         "[budget] flag_rate, else none")
+    sc.add_argument("--budget-rows", type=int, default=500, metavar="N",
+                    help="answers the flag-rate budget is fitted on: the first N of IN.jsonl (default 500; "
+                         "scored once more in the run)")
     sc.add_argument("--batch-size", type=int, default=16, metavar="N", help="answers featurized together (16)")
     sc.add_argument("--jobs", type=int, default=1, metavar="N",
                     help="worker processes (1; 0: every core; at most the usable cores and the blocks of lines); "
@@ -459,6 +477,29 @@ def build_parser() -> argparse.ArgumentParser:
                     help="order of the answers: input order (default) or risk high to low")
     _add_limit_options(xp)
     xp.set_defaults(func=cmd_explain)
+
+    ad = sub.add_parser(
+        "adapt", help="adapt a model to a few labelled answers of your own logs (seconds, one core)",
+        description=("Adapt a saved model to labelled answers of your own domain (25 to 1,000; about 100 is a good "
+                     "start): refit calibration and the decision threshold, and a regularised top layer over the "
+                     "model's risk and features whose strength is chosen by cross-validation on your labels (never "
+                     "worse than the model as it was under that cross-validation). Writes the adapted model "
+                     "(model.evqpack, meta.json recording the parent model's SHA-256 and the data's size and "
+                     "SHA-256) and its report (adaptation.md, adaptation.json: cross-validated precision and recall "
+                     "at the adapted decision with bootstrap intervals, a learning curve over k) to --out. Every row "
+                     "must be valid and labelled. Exit status 2 on bad data or usage errors."))
+    _add_model_options(ad, "model folder to adapt (default: models/default)")
+    ad.add_argument("--data", required=True, metavar="LABELLED",
+                    help="your labelled answers: generic .jsonl (label 0/1 on every line), a RAGTruth folder or "
+                         "a .csv/.parquet table")
+    ad.add_argument("--out", required=True, metavar="NEW_DIR", help="folder to write the adapted model to")
+    ad.add_argument("--seed", type=int, default=0, help="seed of the folds, the bootstrap and the draws (default 0)")
+    ad.add_argument("--learning-curve", default="25,50,100,200", metavar="K,...",
+                    help="sizes k of the learning curve (default 25,50,100,200; below the number of answers); "
+                         "'none' skips it")
+    ad.add_argument("--draws", type=int, default=5, metavar="N",
+                    help="random draws of k answers per point of the learning curve (default 5)")
+    ad.set_defaults(func=cmd_adapt)
 
     me = sub.add_parser("methods", help="list the detection methods", description="List every method by name.")
     me.set_defaults(func=cmd_methods)
@@ -567,14 +608,24 @@ def _row_by_row_on_error(fn, result, what: str):
     return outputs, failed
 
 
-def _load(path, strict=False, limits=None, **kwargs):
+def _load(path, strict=False, limits=None, *, all_rows=False, **kwargs):
     """Load a dataset (default: the embedded sample); returns (result, label) or raises EvqualDataError.
 
-    Bad rows are listed on stderr; extra keyword arguments go to the loader (``splits``)."""
+    ``path`` may be a list of source specs (``--data`` repeated, or one with options): read with
+    :func:`evqual.data.load_sources` (``all_rows`` as there).  Bad rows are listed on stderr; extra keyword
+    arguments go to the loader (``splits``)."""
     import warnings
 
-    from .data import load_data, sample_path
+    from .data import load_data, load_sources, plain_path, sample_path
 
+    if isinstance(path, list) and not plain_path(path):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = load_sources(path, strict=strict, limits=limits, all_rows=all_rows)
+        _report_issues(result)
+        return result, " + ".join(path)
+    if isinstance(path, list):
+        path = path[0]
     data_path = Path(path) if path else sample_path()
     if path is None:
         print(f"evqual: no --data given; using the embedded sample {data_path}", file=sys.stderr)
@@ -583,6 +634,23 @@ def _load(path, strict=False, limits=None, **kwargs):
         result = load_data(data_path, strict=strict, limits=limits, **kwargs)
     _report_issues(result)
     return result, str(data_path)
+
+
+def _source_specs(args, command):
+    """The ``--data`` source specs when there are several or one has options (None: one plain path or
+    none); False after printing the error of a bad spec."""
+    from .data import parse_source, plain_path
+
+    data = args.data or []
+    try:
+        if not data or plain_path(data):
+            return None
+        for spec in data:
+            parse_source(spec)
+    except ValueError as exc:
+        print(f"evqual {command}: error: --data {exc}", file=sys.stderr)
+        return False
+    return list(data)
 
 
 def _check_method(name) -> bool:
@@ -599,16 +667,30 @@ def cmd_evaluate(args) -> int:
 
     from .evaluation import build_frame, evaluate, write_report
 
-    if not _check_method(args.method) or not _dependencies_ok("evaluate", parquet=(args.data,)):
+    if not _check_method(args.method) or not _dependencies_ok("evaluate", parquet=tuple(args.data or ())):
         return EXIT_USAGE
     if args.folds < 2:
         print("evqual evaluate: error: --folds must be at least 2", file=sys.stderr)
         return EXIT_USAGE
+    specs = _source_specs(args, "evaluate")
+    if specs is False:
+        return EXIT_USAGE
+    if args.protocol == "transfer" and (specs is None or len(specs) < 2):
+        print("evqual evaluate: error: --protocol transfer needs two --data sources or more (each is held out "
+              "in turn)", file=sys.stderr)
+        return EXIT_USAGE
     try:
-        result, label = _load(args.data)
+        result, label = _load(specs if specs is not None else args.data, all_rows=args.protocol == "transfer")
     except EvqualDataError as exc:
         print(f"evqual evaluate: data error: {exc}", file=sys.stderr)
         return EXIT_DATA
+    trainable = copies = None
+    if specs is not None:
+        from .data import group_copies, trainable_rows
+
+        trainable = trainable_rows(result.examples, specs)
+        copies = group_copies([ex.dataset for ex in result.examples],
+                              [ex.source_id for ex in result.examples], specs, seed=42)
     frame, builder, seconds = build_frame(result)
     try:
         with warnings.catch_warnings(record=True) as caught:
@@ -617,7 +699,8 @@ def cmd_evaluate(args) -> int:
             res = evaluate(result, method=args.method, protocol=args.protocol, frame=frame, featurize_seconds=seconds,
                            calibration=args.calibration, threshold_rule=args.threshold_rule, n_splits=args.folds,
                            augment=args.augment, builder=builder, evidence_floor=not args.no_evidence_floor,
-                           compose=args.compose, crossfit=args.crossfit)
+                           compose=args.compose, crossfit=args.crossfit, heldout_split=args.heldout_split,
+                           trainable=trainable, copies=copies)
     except ValueError as exc:
         print(f"evqual evaluate: error: {exc}", file=sys.stderr)
         return EXIT_DATA
@@ -625,6 +708,9 @@ def cmd_evaluate(args) -> int:
         _fallback_note(caught, "evaluate")
     write_report(res, args.out, frame=None if args.no_importance else frame, data_note=f"Data: {label}.")
     r = res.metrics["response"]
+    for unit, m in (res.metrics.get("transfer") or {}).items():
+        print(f"evqual: {unit} held out ({m['n']} answers): F1 {m['f1']:.3f}, AUROC {m['auroc'] or 0:.3f}, "
+              f"faithful flagged {m['faithful_flagged']:.1%}", file=sys.stderr)
     print(f"evqual: {args.method} under {args.protocol}: F1 {r['f1']:.3f}, AUROC {r['auroc'] or 0:.3f}; "
           f"report in {args.out}", file=sys.stderr)
     return EXIT_DATA if result.issues else EXIT_OK
@@ -644,13 +730,21 @@ def cmd_train(args) -> int:
     from .models import fit_detector, save_detector, training_data_info
 
     if not _check_method(args.method) or \
-            not _dependencies_ok("train", parquet=(args.data,), entity_backend=args.entity_backend):
+            not _dependencies_ok("train", parquet=tuple(args.data or ()), entity_backend=args.entity_backend):
+        return EXIT_USAGE
+    specs = _source_specs(args, "train")
+    if specs is False:
         return EXIT_USAGE
     try:
-        result, label = _load(args.data)
+        result, label = _load(specs if specs is not None else args.data)
     except EvqualDataError as exc:
         print(f"evqual train: data error: {exc}", file=sys.stderr)
         return EXIT_DATA
+    examples = result.examples
+    if specs is not None:
+        from .data import weigh_sources
+
+        examples = weigh_sources(examples, specs, seed=42)
     metrics = {}
     if args.metrics:
         try:
@@ -661,7 +755,7 @@ def cmd_train(args) -> int:
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ResponseLevelFallbackWarning)
-            det = fit_detector(result, method=args.method, calibration=args.calibration,
+            det = fit_detector(examples, method=args.method, calibration=args.calibration,
                                threshold_rule=args.threshold_rule, entity_backend=args.entity_backend,
                                validation_split=args.validation_split, augment=args.augment,
                                evidence_floor=not args.no_evidence_floor, compose=args.compose,
@@ -676,10 +770,61 @@ def cmd_train(args) -> int:
         if not issubclass(w.category, ResponseLevelFallbackWarning):
             warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     _fallback_note(caught, "train")
-    info = training_data_info(result, label, validation_split=args.validation_split)
+    info = training_data_info(result, label, validation_split=args.validation_split, sources=specs)
     folder = save_detector(det, args.out, training_data=info, metrics=metrics)
     print(f"evqual: saved {det.method} to {folder} (threshold {det.threshold_:.3f})", file=sys.stderr)
     return EXIT_DATA if result.issues else EXIT_OK
+
+
+def cmd_adapt(args) -> int:
+    from .errors import TrainingDataError
+    from .models import ModelLoadError, adapt_model, default_model_path
+
+    if args.learning_curve.strip().lower() == "none":
+        ks = ()
+    else:
+        try:
+            ks = tuple(int(k) for k in args.learning_curve.split(",") if k.strip())
+        except ValueError:
+            ks = None
+        if ks is None or any(k < 1 for k in ks):
+            print(f"evqual adapt: error: --learning-curve must be sizes like 25,50,100 or 'none'; got "
+                  f"{args.learning_curve!r}", file=sys.stderr)
+            return EXIT_USAGE
+    if not 1 <= args.draws <= 100:
+        print(f"evqual adapt: error: --draws must be in 1..100; got {args.draws}", file=sys.stderr)
+        return EXIT_USAGE
+    if not _dependencies_ok("adapt", parquet=(args.data,)):
+        return EXIT_USAGE
+    data = Path(args.data)
+    if not data.exists():
+        print(f"evqual adapt: error: {data}: no such file or folder", file=sys.stderr)
+        return EXIT_USAGE
+    model = Path(args.model) if args.model else default_model_path()
+    try:
+        folder, report = adapt_model(model, data, args.out, sha256=args.model_sha256, random_state=args.seed,
+                                     learning_curve=ks, draws=args.draws)
+    except ModelLoadError as exc:
+        print(f"evqual adapt: error: cannot load model: {' '.join(str(exc).split())}", file=sys.stderr)
+        return EXIT_USAGE
+    except EvqualDataError as exc:
+        print(f"evqual adapt: data error: {exc}\nnothing was written: adaptation uses every row of --data, so "
+              "fix or remove the rows named above", file=sys.stderr)
+        return EXIT_USAGE
+    except (TrainingDataError, ValueError) as exc:
+        print(f"evqual adapt: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    a, b = report.after, report.before
+    ci = a.get("ci", {})
+    print(f"evqual adapt: {report.rows} labelled answers ({report.positives} hallucinated) in {report.seconds:.1f} s; "
+          f"chosen: {report.kind}" + (f" (C={report.C})" if report.C is not None else "")
+          + f"; threshold {report.threshold_before:.3f} -> {report.threshold:.3f}", file=sys.stderr)
+    print(f"evqual adapt: cross-validated on your labels: AUROC {b['auroc']:.3f} -> {a['auroc']:.3f}, "
+          f"precision {a['precision']:.3f} [{ci['precision'][0]:.3f}, {ci['precision'][1]:.3f}], "
+          f"recall {a['recall']:.3f} [{ci['recall'][0]:.3f}, {ci['recall'][1]:.3f}] at the adapted decision "
+          f"(before: precision {b['precision']:.3f}, recall {b['recall']:.3f})", file=sys.stderr)
+    print(f"evqual adapt: wrote {folder} (report: {folder / 'adaptation.md'})", file=sys.stderr)
+    return EXIT_OK
 
 
 def cmd_reproduce(args) -> int:
@@ -784,6 +929,62 @@ def _scorer(args, command):
     return Scorer(det, policy=policy), None
 
 
+def _fit_budget(args, scorer, src, limits):
+    """Fit the policy's flag-rate budget (``--flag-rate`` or the policy's ``[budget] flag_rate``) on the risks of
+    the first ``--budget-rows`` answers of ``src``: ``scorer.policy`` becomes the fitted policy.  None, or the
+    exit status after printing the error."""
+    import warnings
+
+    from .data import iter_records
+
+    rate = args.flag_rate if args.flag_rate is not None else scorer.policy.flag_rate
+    if not 0 < rate < 1:
+        print(f"evqual score: error: --flag-rate must be in (0, 1), the share of answers to flag; got {rate}",
+              file=sys.stderr)
+        return EXIT_USAGE
+    if args.budget_rows < 1:
+        print(f"evqual score: error: --budget-rows must be >= 1; got {args.budget_rows}", file=sys.stderr)
+        return EXIT_USAGE
+    if src is None:
+        print("evqual score: error: a flag-rate budget is fitted on the first answers of a file, read again to score "
+              "them: give IN.jsonl, not standard input", file=sys.stderr)
+        return EXIT_USAGE
+    policy = scorer.policy
+    examples = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _, ex, _ in iter_records(src, limits=limits):
+            if ex is not None:
+                examples.append(ex)
+            if len(examples) >= args.budget_rows:
+                break
+    if not examples:
+        print(f"evqual score: error: no valid answer in {src} to fit the flag-rate budget on", file=sys.stderr)
+        return EXIT_DATA
+    from .scoring import Policy
+
+    base = Policy(**{**policy.get_params(), "flag_rate": None})
+    results = scorer.score_examples(examples, policy=base)
+    fitted = base.for_flag_rate([r.risk for r in results], rate, topics=[r.topics for r in results],
+                                model_threshold=float(scorer.detector.threshold_),
+                                reasons=[[x.code for s in r.sentences for x in s.reasons if "check" in x.details]
+                                         for r in results],
+                                ood=[any(w.get("code") == "W004" for w in r.warnings) for r in results])
+    scorer.policy = fitted
+    b = fitted.budget_
+    band = fitted.escalate_band
+    print(f"evqual score: flag-rate budget {rate:.1%}: general threshold {fitted.general_threshold:.3f}, escalate band "
+          f"{'off' if band is None else f'[{band[0]:.3f}, {band[1]:.3f})'}; {b['flagged']:.1%} of the first "
+          f"{b['rows']} answers flagged or escalated", file=sys.stderr)
+    if b["relaxed"]:
+        print(f"evqual score: warning: the policy's other rules alone flagged more than the budget; relaxed to meet "
+              f"it: {', '.join(b['relaxed'])}", file=sys.stderr)
+    if b["flagged"] > rate:
+        print("evqual score: warning: the budget cannot be met on these answers (risks of 1); the threshold is 1",
+              file=sys.stderr)
+    return None
+
+
 def _open_input(src: Path, command: str) -> bool:
     """Whether ``src`` can be opened for reading (an error is printed when not)."""
     try:
@@ -846,6 +1047,10 @@ def cmd_score(args) -> int:
     scorer, status = _scorer(args, "score")
     if scorer is None:
         return status
+    if args.flag_rate is not None or scorer.policy.flag_rate is not None:
+        status = _fit_budget(args, scorer, None if stdin else src, limits)
+        if status is not None:
+            return status
     if args.verify:
         scorer.verifier = _verifier(args, "score", args.verify)
         if scorer.verifier is None:
@@ -856,6 +1061,7 @@ def cmd_score(args) -> int:
     else:
         progress = Progress(count_lines(src), "evqual score", enabled=False if args.no_progress else None)
     n_ok = n_bad = 0
+    stats: dict = {}
     atomic_out = False  # --out written to a temporary file, renamed when whole
     input_error = None
     try:
@@ -887,13 +1093,13 @@ def cmd_score(args) -> int:
                     if args.jobs == 1:
                         n_ok, n_bad = score_file(src, out, scorer, audit=audit, progress=progress,
                                                  batch_size=args.batch_size, limits=limits,
-                                                 include_context=not args.no_context)
+                                                 include_context=not args.no_context, stats=stats)
                     else:
                         # fork: this process has only loaded the model (no threads, no OpenMP yet), so the
                         # workers start at once with the scorer in memory
                         n_ok, n_bad = score_file_parallel(src, out, scorer, audit=audit, progress=progress,
                                                           batch_size=args.batch_size, limits=limits, jobs=args.jobs,
-                                                          include_context=not args.no_context,
+                                                          include_context=not args.no_context, stats=stats,
                                                           start_method="fork" if sys.platform == "linux" else None)
                 except EvqualDataError as exc:  # the input cannot be read further: the lines scored before
                     input_error = exc           # it are the run's result, and --out keeps them
@@ -911,7 +1117,12 @@ def cmd_score(args) -> int:
     except OSError as exc:  # closing --out (its last flush) failed
         print(f"evqual score: error: cannot write {args.out or 'standard output'}: {_why(exc)}", file=sys.stderr)
         return EXIT_IO
-    print(f"evqual score: {_count(n_ok, 'answer')} scored, {_count(n_bad, 'line')} failed"
+    n_ood = stats.get("warnings", {}).get("W004", 0)
+    ood_note = ""
+    if getattr(scorer.detector, "ood_", None) is not None:
+        ood_note = (f"; {n_ood} ({n_ood / max(1, n_ok):.1%}) outside what the model knows (W004)"
+                    + ("; consider `evqual adapt` with a few labelled answers" if n_ood > 0.2 * max(1, n_ok) else ""))
+    print(f"evqual score: {_count(n_ok, 'answer')} scored, {_count(n_bad, 'line')} failed" + ood_note
           + (f"; wrote {args.out}" if args.out else ""), file=sys.stderr)
     return EXIT_DATA if n_bad else EXIT_OK
 

@@ -163,8 +163,9 @@ class ScoreResult:
     rule : str
         Which rule of the policy decided (see :class:`evqual.scoring.Policy`):
         ``"below_threshold"``, ``"escalate_band"``, ``"abstain_at"``,
-        ``"regenerate_at"``, ``"sensitive_topic"``, ``"threshold"`` or
-        ``"reason:<CODE>"`` (a high-precision conflict forced escalation).
+        ``"regenerate_at"``, ``"sensitive_topic"``, ``"threshold"``,
+        ``"reason:<CODE>"`` (a high-precision conflict forced escalation) or
+        ``"out_of_distribution"`` (a ``W004`` answer near the threshold).
     sentence_threshold : float or None
         The model's validation-tuned sentence threshold (a sentence whose
         risk reaches it is flagged in a flagged answer, a note otherwise).
@@ -192,7 +193,10 @@ class ScoreResult:
         Input fields evqual does not read, passed through unchanged.
     warnings : tuple of dict
         ``{"code", "message", "details"}``: conditions that make the score
-        less reliable (``W001``: the text looks non-English).
+        less reliable (``W001``: the text looks non-English; ``W002``: an
+        extra field was not passed through; ``W004``: the answer is unlike
+        the model's training data, ``details`` giving its ``distance``, the
+        model's ``threshold`` and the most unusual ``features``).
     verification : dict or None
         The verification stage's result for an escalated answer when the
         scorer has a verifier (:meth:`evqual.verify.VerificationResult.to_dict`:

@@ -239,7 +239,8 @@ def test_to_dict_and_repr():
     d = Policy(escalate_band=None).to_dict()
     assert d["escalate_band"] is None
     assert set(d) == {"general_threshold", "sensitive_threshold", "regenerate_at", "abstain_at",
-                      "escalate_band", "escalate_sensitive", "escalate_reasons", "topics"}
+                      "escalate_band", "escalate_sensitive", "escalate_reasons", "ood_escalate_margin", "flag_rate",
+                      "topics"}
     assert d["general_threshold"] == "model" and Policy(general_threshold=0.4).to_dict()["general_threshold"] == 0.4
     assert len(d["topics"]["topics"]["labour"]["terms_sha256"]) == 64
     full = Policy().to_dict(terms=True)

@@ -26,6 +26,8 @@ from ._loaders import (
 from ._make import make_example
 from ._records import Chunk, Example, Span
 from ._sample import load_sample, sample_path
+from ._sources import (SourceSpec, group_copies, load_sources, parse_source, plain_path, source_info,
+                       trainable_rows, weigh_sources)
 from ._targets import char_spans, kept_spans, merge_intervals, response_label, sentence_targets
 
 __all__ = [
@@ -45,6 +47,14 @@ __all__ = [
     "Limits",
     "LoadResult",
     "Span",
+    "SourceSpec",
+    "load_sources",
+    "parse_source",
+    "plain_path",
+    "source_info",
+    "trainable_rows",
+    "group_copies",
+    "weigh_sources",
     "char_spans",
     "chunk_context",
     "default_ragtruth_path",

@@ -677,6 +677,21 @@ def load_jsonl(path, *, strict: bool = False, warn: bool = True, limits: Limits 
 
 _GENERIC_FIELDS = ("id", "query", "context", "output", "label", "spans", "task_type", "model", "split",
                    "source_id", "temperature", "quality")
+_GROUP_FIELDS = ("pair", "dataset")
+"""Fields a generic row may hold that evqual reads and still passes through to ``evqual score``'s output:
+``pair`` (answers to the same item; the grouping key when ``source_id`` is absent) and ``dataset``."""
+
+
+def _readable_name(value, key: str) -> str | None:
+    """A ``pair`` or ``dataset`` value as text (a string or an integer of at most 200 characters that any
+    strict JSON output holds), else None: these are pass-through fields too, so a value of another kind
+    is left alone, never a row error."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return None
+    text = str(value) if isinstance(value, str) or abs(value) < 10 ** 200 else ""
+    if not text or len(text) > 200 or check_value(text, key) is not None:
+        return None
+    return text
 
 
 def _label(value, col: _Collector, path, line) -> int | None:
@@ -734,6 +749,10 @@ def _generic_row(obj: dict, path: Path, line: int, col: _Collector, limits: Limi
     model = _get(obj, "model", (str,), col, path, line, required=False, nullable=True)
     split = _get(obj, "split", (str,), col, path, line, required=False, nullable=True)
     sid = _get(obj, "source_id", (str, int), col, path, line, required=False, nullable=True)
+    # pass-through fields evqual also reads: a value of another type is left alone, never a row error
+    pair, dataset = (_readable_name(obj.get(key), key) for key in _GROUP_FIELDS)
+    if sid is None and pair is not None:
+        sid = pair  # answers to the same item share a group: no split puts one on each side
     temp = _get(obj, "temperature", (float,), col, path, line, required=False, nullable=True)
     quality = _get(obj, "quality", (str,), col, path, line, required=False, nullable=True)
     text, chunks = _chunk(context, task, col, path, line, "context")
@@ -754,6 +773,7 @@ def _generic_row(obj: dict, path: Path, line: int, col: _Collector, limits: Limi
         quality=quality,
         spans=spans,
         label=label,
+        dataset=dataset,
         origin=f"{path}:{where}",
     )
 

@@ -81,6 +81,10 @@ class Example:
         annotation (unlabelled, or labelled at response level only).
     label : int or None
         Response-level gold label (1 = hallucinated); ``None`` if unknown.
+    dataset : str or None
+        The source the example comes from (``"ragtruth"``, ``"halueval_dialogue"``, a user's own name):
+        set by :func:`evqual.data.load_sources` from the source's name, or read from a generic row's
+        ``dataset`` field.  Per-source tables and the ``transfer`` protocol group by it.
     origin : str or None
         ``"file:line"`` the example was read from.
     """
@@ -98,6 +102,7 @@ class Example:
     quality: str | None = None
     spans: tuple[Span, ...] | None = None
     label: int | None = None
+    dataset: str | None = None
     origin: str | None = field(default=None, compare=False)
 
     def chunk_text(self, i: int) -> str:

@@ -38,6 +38,10 @@ def _jsonable(obj):
     return obj
 
 
+_EXTRA_COLS = ("faithful_flagged", "ood_rate")
+"""Columns a table shows when its metric dicts hold them (the ``transfer`` protocol's)."""
+
+
 def metrics_table(rows: dict, first: str = "group"):
     """A DataFrame of metric dicts keyed by group name."""
     import pandas as pd
@@ -48,6 +52,7 @@ def metrics_table(rows: dict, first: str = "group"):
             continue
         rec = {first: name}
         rec.update({k: m.get(k) for k in _COLS if k in m})
+        rec.update({k: m[k] for k in _EXTRA_COLS if k in m})
         records.append(rec)
     return pd.DataFrame(records)
 
@@ -204,6 +209,14 @@ def write_report(result, out_dir, *, frame=None, importance: bool = True, data_n
              + f"; {m['n']} held-out responses pooled over {m['folds']} fold(s). "
              + data_note + "\n",
              "## Response level\n", markdown_table(metrics_table({"all": m["response"]})) + "\n"]
+    if m.get("transfer"):
+        t = metrics_table(m["transfer"], first="held out")
+        cols = ["held out", "n", "auroc", "f1", "precision", "recall", "faithful_flagged"]
+        t = t[[c for c in cols if c in t.columns] + [c for c in t.columns if c not in cols]]
+        t.to_csv(sub / "transfer.csv", index=False)
+        parts += [f"## Held-out units (split `{m.get('heldout_split', 'test')}`; the pooled tables above and "
+                  "below mix them: a row held out as a source and as a task counts twice)\n",
+                  markdown_table(t) + "\n"]
     for name, rows in tables.items():
         t = metrics_table(rows, first=name)
         t.to_csv(sub / f"{name}.csv", index=False)

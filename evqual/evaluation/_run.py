@@ -11,9 +11,9 @@ from ..models import Detector, FrameBuilder, MethodSpec, crossfit_folds, get_met
 from ..models import SENT, TOK
 from ..models import project_sentences, span_scores
 from ._metrics import binary_metrics, grouped_metrics, type_metrics
-from ._protocols import protocol_splits
+from ._protocols import protocol_splits, transfer_units
 
-__all__ = ["EvaluationResult", "evaluate", "build_frame"]
+__all__ = ["EvaluationResult", "evaluate", "build_frame", "transfer_summary"]
 
 
 @dataclass
@@ -44,7 +44,8 @@ def evaluate(data=None, method: str = "evqual", protocol: str = "cv5", *, frame=
              calibration: str = "sigmoid", threshold_rule: str = "f1", random_state: int = 42,
              n_splits: int = 5, entity_backend: str = "regex", progress=None, augment: str | None = None,
              augment_rate: float = 0.5, builder=None, evidence_floor: bool | str = True,
-             compose: str = "bounds", crossfit: int | None = None) -> EvaluationResult:
+             compose: str = "bounds", crossfit: int | None = None, heldout_split: str = "test",
+             trainable=None, copies=None) -> EvaluationResult:
     """Evaluate ``method`` under ``protocol`` (see :mod:`evqual.evaluation._protocols`).
 
     Parameters
@@ -53,7 +54,10 @@ def evaluate(data=None, method: str = "evqual", protocol: str = "cv5", *, frame=
         Featurized here unless ``frame`` is given.
     method : str
         A name from :data:`evqual.models.METHODS`.
-    protocol : {"cv5", "official"}
+    protocol : {"cv5", "official", "transfer"}
+        ``transfer`` needs several sources (:func:`evqual.data.load_sources`): each source, and each task
+        of a source of several tasks, is held out in turn (:func:`transfer_units`); ``metrics["transfer"]``
+        holds the metrics of each held-out unit.
     frame : DataFrame, optional
         A detector frame from :func:`build_frame`, shared across methods.
     featurize_seconds : float, optional
@@ -75,6 +79,13 @@ def evaluate(data=None, method: str = "evqual", protocol: str = "cv5", *, frame=
         over the whole of its validation pool (under ``cv5`` the training side's test-split rows) with this many
         inner folds, and its model refitted on the whole training side; the held-out fold is never seen.
     augment_rate : float, default=0.5
+    heldout_split : str, default="test"
+        ``transfer``: the split of a held-out source that is scored (``"dev"`` while developing).
+    trainable : array of bool, optional
+        ``transfer``: the rows the sources' specs keep for training (default: every row).
+    copies : array of int, optional
+        How many times each row is fitted on when it is on a fitting side (a source's ``weight``:
+        :func:`evqual.data.group_copies`); held-out and validation rows are never copied.
     builder : FrameBuilder, optional
         The builder that made ``frame`` (from :func:`build_frame`); used to
         featurize the augmented rows (default: one fitted on ``data``).
@@ -96,14 +107,22 @@ def evaluate(data=None, method: str = "evqual", protocol: str = "cv5", *, frame=
     span_rows, flagged = [], []  # (task, gold, projection, tagger) per held-out response; flagged sentences
     predict_seconds = 0.0
     n_pred = 0
-    for fold, train_idx, test_idx in protocol_splits(frame, protocol, n_splits=n_splits,
-                                                     random_state=random_state):
+    if protocol == "transfer":
+        units = transfer_units(frame, heldout_split=heldout_split, trainable=trainable)
+        unit_names = [name for name, _, _ in units]
+        splits = [(k, tr, te) for k, (_, tr, te) in enumerate(units)]
+    else:
+        unit_names = None
+        splits = protocol_splits(frame, protocol, n_splits=n_splits, random_state=random_state)
+    for fold, train_idx, test_idx in splits:
         det = Detector(spec, calibration=calibration, threshold_rule=threshold_rule,
                        random_state=random_state, entity_backend=entity_backend, evidence_floor=evidence_floor,
                        compose=compose, crossfit=crossfit)
 
         def fitting_frame(idx):
             fit_frame = frame.iloc[idx]
+            if copies is not None:
+                fit_frame = frame.iloc[np.repeat(idx, np.asarray(copies)[idx])].reset_index(drop=True)
             if augmented is not None:
                 aug_frame, parents = augmented
                 keep = np.flatnonzero(np.isin(parents, frame["id"].to_numpy()[idx]))
@@ -113,7 +132,7 @@ def evaluate(data=None, method: str = "evqual", protocol: str = "cv5", *, frame=
         if crossfit is not None:
             # the validation pool as _validation draws it: the training side's test-split rows under cv5
             side = frame.iloc[train_idx]
-            folds = crossfit_folds(side, crossfit, validation_pool="test" if protocol == "cv5" else None,
+            folds = crossfit_folds(side, crossfit, validation_pool=_POOLS.get(protocol),
                                    random_state=random_state)
             det.fit_crossfit_frames(side, folds, lambda idx, t=train_idx: fitting_frame(t[idx]))
         else:
@@ -161,6 +180,9 @@ def evaluate(data=None, method: str = "evqual", protocol: str = "cv5", *, frame=
                         featurize_ms=1000.0 * (featurize_seconds or 0.0) / max(1, len(frame)),
                         predict_ms=1000.0 * predict_seconds / max(1, n_pred),
                         calibration=calibration, threshold_rule=threshold_rule)
+    if unit_names is not None:
+        metrics["transfer"] = transfer_summary(preds, unit_names)
+        metrics["heldout_split"] = heldout_split
     metrics["crossfit"] = crossfit  # the recipe: None (one validation part) or K cross-fitted folds
     metrics["span"] = span_summary(span_rows)
     fallback = next((d.fallback_ for d in detectors if getattr(d, "fallback_", None)), None)
@@ -241,6 +263,23 @@ def attribution_summary(flagged) -> dict | None:
             "mean_ecs_flagged": float(np.mean(ecs)) if ecs else None}
 
 
+_POOLS = {"cv5": "test", "transfer": "test+dev"}
+"""The splits a training side's calibration and threshold part is drawn from, by protocol."""
+
+
+def transfer_summary(preds, unit_names) -> dict:
+    """The metrics of each held-out unit of the ``transfer`` protocol, with the share of its faithful
+    answers flagged (``faithful_flagged``: false alarms over faithful answers)."""
+    out = {}
+    for fold, name in enumerate(unit_names):
+        part = preds[preds["fold"] == fold]
+        y = part["label"].astype(int).to_numpy()
+        m = binary_metrics(y, part["risk"].to_numpy(), part["threshold"].to_numpy())
+        m["faithful_flagged"] = m["fp"] / max(1, m["fp"] + m["tn"])
+        out[name] = m
+    return out
+
+
 def _validation(frame, train_idx, protocol: str, random_state: int):
     """Grouped validation part of a training side.
 
@@ -250,9 +289,10 @@ def _validation(frame, train_idx, protocol: str, random_state: int):
     the train-split rows always stay on the fitting side.  Under ``official``
     it is 20% of the train split's sources.
     """
-    if protocol == "cv5":
+    if protocol in _POOLS:
         split = frame["split"].astype(str).to_numpy()[train_idx]
-        pool, rest = train_idx[split == "test"], train_idx[split != "test"]
+        in_pool = np.isin(split, _POOLS[protocol].split("+"))
+        pool, rest = train_idx[in_pool], train_idx[~in_pool]
         if len(pool) and len(np.unique(frame["source_id"].to_numpy()[pool])) >= 4:
             fit_idx, val_idx = validation_split(frame, pool, size=0.25, random_state=random_state)
             sources = frame["source_id"].to_numpy()

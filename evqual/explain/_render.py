@@ -193,9 +193,17 @@ def _rule_text(result: ScoreResult) -> str:
     if rule.startswith("reason:"):
         return (f"{done}: a {rule[len('reason:'):]} found by a claim-aligned check "
                 "(a high-precision conflict forces escalation)")
+    if rule == "out_of_distribution":
+        return (f"{done}: the answer is unlike the model's training data (W004) and its risk {risk} is near the "
+                f"answer threshold {tau}, where the model is least reliable on such data; sent to verification")
     if rule:
         return f"{done}: rule {rule}"
     return f"{done} (rule not recorded)"
+
+
+def _n_ood(results) -> int:
+    """How many results carry the out-of-distribution warning ``W004``."""
+    return sum(1 for r in results if any(isinstance(w, dict) and w.get("code") == "W004" for w in r.warnings or ()))
 
 
 def _label_info(result: ScoreResult) -> tuple[str, str] | None:
@@ -940,6 +948,10 @@ def _html_pieces(results, errs, pairs, title, sort):
         count_badges += f'<span class="badge verify">verify: {n_verify}</span>'
     if errs:
         count_badges += f'<span class="badge d-error">not scored: {len(errs)}</span>'
+    n_ood = _n_ood(results)
+    if n_ood:
+        count_badges += (f'<span class="badge verify" title="W004: unlike the model\'s training answers; their '
+                         f'risks are less reliable">outside what the model knows: {n_ood}</span>')
     labelled = [li for r in results if (li := _label_info(r)) is not None]
     if labelled:
         agree = Counter(a for _, a in labelled)
@@ -1218,6 +1230,9 @@ def _md_pieces(results, errs, pairs, title):
     out += [f"| total | {len(results)} |"]
     if errs:
         out += [f"| not scored (error) | {len(errs)} |"]
+    n_ood = _n_ood(results)
+    if n_ood:
+        out += [f"| outside what the model knows (W004) | {n_ood} |"]
     labelled = [li for r in results if (li := _label_info(r)) is not None]
     if labelled:
         agree = Counter(a for _, a in labelled)

@@ -39,6 +39,7 @@ from ._io import (
     READ_FORMATS,
     TRUSTED_TYPES,
     ModelLoadError,
+    adapt_model,
     build_model,
     check_rebuild,
     default_model_path,
@@ -65,9 +66,35 @@ from ._methods import (
     list_methods,
 )
 from ._metrics import METRIC_KEYS, binary_metrics
+from ._adapt import (ADAPT_VERSION, C_GRID, MIN_ADAPT_PER_CLASS, MIN_ADAPT_ROWS, AdaptationReport, adapt_detector,
+                     adapter_features, adapter_risk, expected_calibration_error, fit_adapter, recall_at_fpr)
+from ._ood import (MIN_GROUP_ROWS, OOD_QUANTILE, OOD_VERSION, OOD_WARNING_CODE, check_ood_state, fit_ood,
+                   ood_contributions, ood_distance, ood_scores, ood_warning)
 from ._spans import SpanTagger, project_sentences, span_scores, tokens_to_spans
 
 __all__ = [
+    "adapt_model",
+    "ADAPT_VERSION",
+    "C_GRID",
+    "MIN_ADAPT_PER_CLASS",
+    "MIN_ADAPT_ROWS",
+    "AdaptationReport",
+    "adapt_detector",
+    "adapter_features",
+    "adapter_risk",
+    "fit_adapter",
+    "expected_calibration_error",
+    "recall_at_fpr",
+    "OOD_QUANTILE",
+    "OOD_VERSION",
+    "OOD_WARNING_CODE",
+    "check_ood_state",
+    "fit_ood",
+    "ood_contributions",
+    "ood_distance",
+    "ood_scores",
+    "MIN_GROUP_ROWS",
+    "ood_warning",
     "EVIDENCE_FAMILIES",
     "METRIC_KEYS",
     "SEED_002",

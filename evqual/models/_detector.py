@@ -29,6 +29,7 @@ from sklearn.utils.metaestimators import available_if
 from ._fasttrees import fast_calibrate, fast_decision, fast_proba
 from ._frame import CLAIM, TOK, FrameBuilder
 from ._methods import RESPONSE_FALLBACK, MethodSpec, get_method
+from ._ood import fit_ood, ood_distance
 from ._spans import tokens_to_spans
 
 __all__ = ["Detector", "Detections", "THRESHOLD_RULES", "CALIBRATIONS", "COMPOSITIONS", "compose_risks",
@@ -226,11 +227,11 @@ def _binding_floor(y, risk, p0: float, m: float) -> float:
 
 
 def _pool_rows(frame, validation_pool: str | None) -> tuple[np.ndarray, np.ndarray] | None:
-    """Row positions ``(pool, rest)``: the rows of split ``validation_pool`` and all others; None when
-    ``validation_pool`` is None or the frame has no row of that split."""
+    """Row positions ``(pool, rest)``: the rows of split ``validation_pool`` (several joined by ``+``:
+    ``"test+dev"``) and all others; None when ``validation_pool`` is None or the frame has no row of it."""
     if validation_pool is None:
         return None
-    in_pool = frame["split"].astype(str).to_numpy() == validation_pool
+    in_pool = np.isin(frame["split"].astype(str).to_numpy(), str(validation_pool).split("+"))
     all_idx = np.arange(len(frame))
     return (all_idx[in_pool], all_idx[~in_pool]) if in_pool.any() else None
 
@@ -484,6 +485,22 @@ def _has_sentence_labels(frame) -> bool:
     return any(b.labels is not None and len(b.labels) and (np.asarray(b.labels) == 1).any() for b in frame[SENT])
 
 
+def _ood_names(frame) -> list:
+    """The response features of a frame the out-of-distribution map reads: every content feature (no
+    ``meta.*``) the frame holds, in its order."""
+    from ..features import FEATURES
+
+    return [c for c in frame.columns if isinstance(c, str) and c in FEATURES and FEATURES[c].level == "response"
+            and FEATURES[c].family != "meta"]
+
+
+def _tasks(frame) -> list:
+    """The task type of each row of a frame (its ``task_type`` column; ``"None"`` when unknown)."""
+    if "task_type" not in frame.columns:
+        return ["None"] * len(frame)
+    return [str(t) for t in frame["task_type"]]
+
+
 def _logit(p) -> np.ndarray:
     p = np.clip(np.asarray(p, dtype=np.float64), 1e-6, 1 - 1e-6)
     return np.log(p / (1.0 - p))
@@ -567,6 +584,11 @@ class Detections(NamedTuple):
     claim_risk : list of numpy.ndarray or None
         Risk of each claim the evidence engine read (``analysis.reading.claims``), per example (methods with a
         claim model).
+    ood : numpy.ndarray or None
+        Each example's out-of-distribution score (:meth:`Detector.ood_distance_frame`; over 1 is out of
+        distribution), or None for a detector without the map.
+    frame : LiteFrame or None
+        The features the risks came from (what the out-of-distribution warning names).
     """
 
     examples: list
@@ -575,6 +597,8 @@ class Detections(NamedTuple):
     sentence_risk: list | None
     spans: list | None
     claim_risk: list | None = None
+    ood: np.ndarray | None = None
+    frame: object = None
 
 
 class Detector:
@@ -676,6 +700,10 @@ class Detector:
         character F1 within 0.002 of the ungated tagger (0 = no gate).
     builder_ : FrameBuilder
         Featurizers (fitted by :meth:`fit`; unset after :meth:`fit_frames`).
+    ood_ : dict or None
+        The out-of-distribution map (:func:`evqual.models.fit_ood`) of the fitting rows' response
+        features, its threshold set on rows it was not fitted on (the validation part, or the
+        cross-fitting folds' held-out rows): :meth:`ood_distance_frame` and :attr:`Detections.ood`.
 
     Examples
     --------
@@ -706,6 +734,8 @@ class Detector:
 
     compose = "none"  # detectors saved before the parameter existed load without composition
     sentence_calibrator_ = None
+    ood_ = None  # detectors saved before issue 40 have no out-of-distribution map
+    adapter_ = None  # not adapted (Detector.adapt)
     claim_threshold_ = None
     crossfit = None  # detectors saved before the parameter existed were fitted on one validation part
 
@@ -804,6 +834,9 @@ class Detector:
         self.model_ = self.spec.make().fit(train, train["label"].astype(int).to_numpy())
         oof, claim_oof = _pop_oof(self.model_)
         self._fit_maps(val, floor_frames=(train, val), train_oof=(train, oof))
+        names = _ood_names(train)
+        self.ood_ = fit_ood(train[names].to_numpy(), val[names].to_numpy(), names, groups_fit=_tasks(train),
+                            groups_ref=_tasks(val)) if names else None
         self.span_tagger_, self.span_threshold_, self.span_gate_ = None, None, 0.0
         tagger = self._new_span_tagger(train, oof, claim_oof)
         if tagger is not None:
@@ -860,6 +893,12 @@ class Detector:
             parts.append((part, model, *_pop_oof(model)))
         self.model_ = _CrossFitted([m for _, m, _, _ in parts], fold_of)
         self._fit_maps(val, floor_frames=(train,), train_oof=None)
+        names = _ood_names(train)
+        held = [(part, frame.iloc[np.asarray(v)]) for (part, _, _, _), (_, v) in zip(parts, folds)]
+        self.ood_ = fit_ood(train[names].to_numpy(), [(a[names].to_numpy(), b[names].to_numpy(), _tasks(a), _tasks(b))
+                                                      for a, b in held], names, groups_fit=_tasks(train)) \
+            if names else None
+        del held
         self.span_tagger_, self.span_threshold_, self.span_gate_ = None, None, 0.0
         taggers = [self._new_span_tagger(part, oof, claim_oof) for part, _, oof, claim_oof in parts]
         del parts
@@ -1052,6 +1091,15 @@ class Detector:
         return np.concatenate(r), np.concatenate(y)
 
     # ------------------------------------------------------------------ prediction
+    def ood_distance_frame(self, frame) -> np.ndarray | None:
+        """Each row's out-of-distribution score (:func:`evqual.models.ood_distance`: its distance to the
+        training answers of its task over that map's threshold; over 1 is out of distribution), or None for a
+        detector without the map."""
+        state = getattr(self, "ood_", None)
+        if state is None:
+            return None
+        return ood_distance(state, frame[state["names"]].to_numpy(), _tasks(frame))
+
     def predict_proba_frame(self, frame) -> np.ndarray:
         """Calibrated response risk in [0, 1] for each row of a frame."""
         return self.predict_proba_and_sentences_frame(frame)[0]
@@ -1164,8 +1212,9 @@ class Detector:
         sentence risks (:func:`compose_risks`)."""
         return self._predict_all_frame(frame)[:2]
 
-    def _predict_all_frame(self, frame):
-        """``(response risks, sentence risks or None, claim risks or None)``, each model run once."""
+    def _predict_all_frame(self, frame, *, adapted: bool = True):
+        """``(response risks, sentence risks or None, claim risks or None)``, each model run once
+        (``adapted=False``: the response risk before the adapter, :meth:`base_proba_frame`)."""
         model = self.model_
         claims = None
         if hasattr(model, "predict_all"):
@@ -1179,8 +1228,42 @@ class Detector:
         risk = proba[:, 1] if self.calibrator_ is None else self._calibrate(self._calibration_input(frame, proba))
         if getattr(self, "sentence_calibrator_", None) is not None:
             sent = self._floor_sentences(frame, sent)
-            return compose_risks(risk, sent), sent, claims
-        return self._floor(frame, risk), sent, claims
+            risk = compose_risks(risk, sent)
+        else:
+            risk = self._floor(frame, risk)
+        return (self._adapted(frame, risk) if adapted else risk), sent, claims
+
+    def _adapted(self, frame, risk):
+        state = getattr(self, "adapter_", None)
+        if state is None or state["kind"] == "shipped":
+            return risk
+        from ._adapt import adapter_risk
+
+        return adapter_risk(state, risk, frame[state["names"]].to_numpy()
+                            if state["kind"].startswith("top_layer") else None)
+
+    def base_proba_frame(self, frame) -> np.ndarray:
+        """The response risk before any adaptation (:meth:`adapt`): what :meth:`predict_proba_frame` gives
+        for a detector that was not adapted."""
+        return self._predict_all_frame(frame, adapted=False)[0]
+
+    def adapt(self, examples, **kwargs):
+        """A copy adapted to a few labelled answers of your own domain, and its report.
+
+        See :func:`evqual.models.adapt_detector` (what is refitted, how it is chosen, the report); keyword
+        arguments go there.
+
+        Examples
+        --------
+        >>> from evqual.data import load_sample
+        >>> from evqual.models import Detector
+        >>> adapted, report = Detector.load().adapt(load_sample(), learning_curve=())
+        >>> report.rows, report.kind in ("shipped", "recalibrated", "top_layer", "top_layer_local")
+        (72, True)
+        """
+        from ._adapt import adapt_detector
+
+        return adapt_detector(self, examples, **kwargs)
 
     # ------------------------------------------------------------------ production scoring
     @classmethod
@@ -1299,7 +1382,8 @@ class Detector:
                                                only_sentences=np.asarray(sr) >= gate if gate > 0 else None)
                                    for ex, an, sr in zip(exs, analyses, sent_risks)])
             found = self.predict_spans_frame(frame, sent_risks, claim_risks)
-        return Detections(exs, analyses, np.asarray(risks, dtype=np.float64), sent_risks, found, claim_risks)
+        return Detections(exs, analyses, np.asarray(risks, dtype=np.float64), sent_risks, found, claim_risks,
+                          self.ood_distance_frame(frame), frame)
 
     def predict_proba(self, examples) -> np.ndarray:
         """Calibrated risk that each example's output is hallucinated (the fast path of :meth:`detect`)."""

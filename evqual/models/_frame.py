@@ -40,7 +40,7 @@ CLAIM = "__claim__"
 TOK = "__tok__"
 TEXT = "__text__"
 OUTPUT = "__output__"
-FRAME_INFO_COLUMNS = ("id", "source_id", "task_type", "model", "quality", "split", "label")
+FRAME_INFO_COLUMNS = ("id", "source_id", "task_type", "model", "quality", "split", "dataset", "label")
 
 
 class SentenceBlock(NamedTuple):
@@ -233,6 +233,7 @@ class FrameBuilder:
             "model": [ex.model for ex in ex_list],
             "quality": [ex.quality for ex in ex_list],
             "split": [ex.split for ex in ex_list],
+            "dataset": [ex.dataset for ex in ex_list],
             "label": pd.array(labels, dtype="Int64"),
             "label_types": ["|".join(sorted({s.label_type for s in (ex.spans or ()) if s.label_type
                                              and not (self.exclude_implicit_true and s.implicit_true)}))

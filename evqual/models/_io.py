@@ -97,7 +97,7 @@ __all__ = ["save_detector", "load_detector", "read_meta", "ModelLoadError", "MET
            "MODEL_FORMATS", "PACKED_MODEL_FILE", "model_file", "model_file_name",
            "model_features", "TRUSTED_TYPES", "dump_trusted", "load_trusted",
            "default_model_path", "prediction_fingerprint", "build_model", "check_rebuild", "MODEL_SHA256_ENV",
-           "fit_detector", "training_data_info"]
+           "fit_detector", "training_data_info", "load_training", "adapt_model"]
 
 META_FORMAT = 3
 """The ``meta.json`` format :func:`save_detector` writes (with the default ``model_format="packed"``).
@@ -191,7 +191,7 @@ def _version_tuple(v: str):
 
 # ---------------------------------------------------------------------------------------------- saving
 def save_detector(detector, path, *, training_data: dict | None = None, metrics: dict | None = None,
-                  model_format: str = "packed") -> Path:
+                  model_format: str = "packed", adaptation: dict | None = None) -> Path:
     """Save a fitted :class:`Detector` to the folder ``path`` (created if needed).
 
     The model file is written deterministically (fixed timestamps, members
@@ -210,6 +210,9 @@ def save_detector(detector, path, *, training_data: dict | None = None, metrics:
         "rows_by_split"}``).
     metrics : dict, optional
         Evaluation metrics to record beside the model.
+    adaptation : dict, optional
+        For a detector adapted with :meth:`Detector.adapt` (required then): ``{"parent": {"model_sha256",
+        ...}, "data": {"sha256", "rows", ...}, ...}``, recorded as ``meta.json``'s ``adaptation``.
     model_format : {"packed", "skops"}, default="packed"
         ``"packed"`` writes ``model.evqpack`` (evqual's packed format, loaded in
         a fraction of the time, without importing skops) and ``meta.json``
@@ -242,6 +245,8 @@ def save_detector(detector, path, *, training_data: dict | None = None, metrics:
         raise ValueError("only a Detector fitted with .fit(examples) can be saved (it needs its featurizers)")
     if not isinstance(detector.method, str):
         raise ValueError(f"only a Detector of a named method can be saved; got method={detector.method!r}")
+    if (getattr(detector, "adapter_", None) is None) != (adaptation is None):
+        raise ValueError("an adapted Detector is saved with its adaptation record (adaptation=...), and only it")
     folder = Path(path)
     folder.mkdir(parents=True, exist_ok=True)
     meta_format = META_FORMAT if model_format == "packed" else 2
@@ -292,13 +297,25 @@ def save_detector(detector, path, *, training_data: dict | None = None, metrics:
         "compose": getattr(detector, "compose", "none"),
         "crossfit": getattr(detector, "crossfit", None),
         "span_tagger": _span_meta(detector),
+        "ood": _ood_meta(detector),
         "fallback": getattr(detector, "fallback_", None),
         "training_data": training_data or {},
         "rows": {"train": detector.n_train_, "validation": detector.n_validation_},
         "metrics": metrics or {},
+        "adaptation": adaptation,
     }
     (folder / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=False) + "\n", encoding="utf-8")
     return folder
+
+
+def _ood_meta(detector) -> dict | None:
+    """What ``meta.json`` records of the out-of-distribution map (None without one)."""
+    state = getattr(detector, "ood_", None)
+    if state is None:
+        return None
+    return {"quantile": state["quantile"], "features": len(state["names"]), "rows": state["n_fit"],
+            "groups": {k: {"rows": g["n_fit"], "threshold": g["threshold"]} for k, g in state["groups"].items()},
+            "warning": "W004"}
 
 
 def _pandas_version() -> str:
@@ -597,6 +614,30 @@ def read_meta(path) -> dict:
         raise _meta_error(meta_path, "crossfit", _oneline(problem, 120))
     _check_unit(meta_path, "threshold", meta["threshold"])
     _check_unit(meta_path, "sentence_threshold", meta.get("sentence_threshold"), optional=True)
+    for key in ("ood", "adaptation"):
+        if meta.get(key) is not None and not isinstance(meta[key], dict):
+            raise _meta_error(meta_path, key, f"must be an object or null; got {type(meta[key]).__name__}")
+    ood = meta.get("ood")
+    if ood is not None:
+        groups = ood.get("groups")
+        if not isinstance(groups, dict) or not all(isinstance(g, dict) for g in groups.values()):
+            raise _meta_error(meta_path, "ood.groups", "must map each task type to {rows, threshold}")
+        for key, group in groups.items():
+            value = group.get("threshold")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                    or value <= 0:
+                raise _meta_error(meta_path, f"ood.groups.{_oneline(key, 40)}.threshold",
+                                  "must be a positive finite number")
+    adaptation = meta.get("adaptation")
+    if adaptation is not None:
+        parent = adaptation.get("parent")
+        if not isinstance(parent, dict):
+            raise _meta_error(meta_path, "adaptation.parent", "must be an object (the model adapted)")
+        _check_sha256_field(meta_path, "adaptation.parent.model_sha256", parent.get("model_sha256"))
+        data = adaptation.get("data")
+        if not isinstance(data, dict):
+            raise _meta_error(meta_path, "adaptation.data", "must be an object (the labelled answers)")
+        _check_sha256_field(meta_path, "adaptation.data.sha256", data.get("sha256"))
     span = meta.get("span_tagger")
     if span is not None:
         if not isinstance(span, dict):
@@ -721,7 +762,7 @@ def _read_model_bytes(model_path: Path) -> bytes:
 DETECTOR_ATTRIBUTES = frozenset({
     "augment", "augment_rate", "builder_", "calibration", "calibrator_", "claim_threshold_", "compose", "crossfit",
     "entity_backend", "evidence_floor", "evidence_floor_", "exclude_implicit_true", "fallback_", "meta_", "method",
-    "model_", "n_train_", "n_validation_", "random_state", "sentence_calibrator_", "sentence_threshold_", "span_gate_",
+    "model_", "n_train_", "n_validation_", "ood_", "adapter_", "random_state", "sentence_calibrator_", "sentence_threshold_", "span_gate_",
     "span_tagger_", "span_threshold_", "threshold_", "threshold_rule", "validation_metrics_", "validation_size"})
 """The attributes a saved :class:`Detector` may have (any other is refused at load)."""
 
@@ -855,6 +896,27 @@ def _check_detector(det, meta: dict, model_path: Path) -> dict:
             raise fail("evidence_floor_", f"names {key!r}, which is not '<task>:<response feature of the model>'")
     if floors != meta.get("evidence_floor", {}):
         raise fail("evidence_floor_", "disagrees with meta.json field 'evidence_floor'")
+    # the out-of-distribution map
+    from ._ood import check_ood_state
+
+    ood = get("ood_", None)
+    problem = check_ood_state(ood)
+    if problem is None and ood is not None and not set(ood["names"]) <= set(names[0]):
+        problem = "reads a feature the model's featurizers do not compute"
+    if problem is not None:
+        raise fail("ood_", problem)
+    if "ood" in meta and (meta["ood"] is None) != (ood is None) or ood is not None and \
+            (meta.get("ood") or {}).get("groups") != {k: {"rows": g["n_fit"], "threshold": g["threshold"]}
+                                                      for k, g in ood["groups"].items()}:
+        raise fail("ood_", "disagrees with meta.json field 'ood'")
+    # the adapter (evqual adapt)
+    from ._adapt import check_adapter_state
+
+    problem = check_adapter_state(get("adapter_", None), names[0])
+    if problem is not None:
+        raise fail("adapter_", problem)
+    if (meta.get("adaptation") is None) != (attrs.get("adapter_") is None):
+        raise fail("adapter_", "disagrees with meta.json field 'adaptation'")
     # the span tagger
     tagger = get("span_tagger_", None)
     if tagger is not None and type(tagger) is not SpanTagger:
@@ -1048,18 +1110,51 @@ def fit_detector(examples, *, method: str = "evqual", calibration: str = "sigmoi
         return det.fit(examples, validation_pool=validation_split or None)
 
 
-def training_data_info(result, label: str, *, validation_split: str | None = "test") -> dict:
-    """What ``meta.json`` records of the training data: path, SHA-256 of its files, row counts."""
+def training_data_info(result, label: str, *, validation_split: str | None = "test", sources=None) -> dict:
+    """What ``meta.json`` records of the training data: path, SHA-256 of its files, row counts; with
+    ``sources`` (source specs, :func:`evqual.data.load_sources`), each source's spec, rows and weight."""
     from collections import Counter
 
     digest = hashlib.sha256()
     for p in sorted(result.paths):
         digest.update(Path(p).read_bytes())
-    return {"path": label, "sha256": digest.hexdigest(), "rows": len(result),
+    info = {"path": label, "sha256": digest.hexdigest(), "rows": len(result),
             "rows_by_split": dict(Counter(str(ex.split) for ex in result)),
             "rows_by_task": dict(Counter(str(ex.task_type) for ex in result)),
             "positives": int(sum(1 for ex in result if ex.label == 1)),
             "validation_split": validation_split}
+    if sources is not None:
+        from ..data import source_info
+
+        info["sources"] = source_info(result, sources)
+        info["specs"] = [str(s) for s in sources]
+    return info
+
+
+def load_training(data, *, seed: int = 42):
+    """``(result, fitting examples, label, specs)`` of training data: one path (read as
+    :func:`evqual.data.load_data` reads it; ``specs`` None) or several source specs
+    (:func:`evqual.data.load_sources`, each source's weight applied to the fitting examples with ``seed``).
+
+    >>> from evqual.data import sample_path
+    >>> result, examples, label, specs = load_training([f"{sample_path()}:name=a,weight=2"])
+    >>> len(examples) == 2 * len(result), specs
+    (True, ['...:name=a,weight=2'])
+    """
+    from ..data import load_data, load_sources, plain_path, weigh_sources
+
+    if isinstance(data, (list, tuple)) and not data:
+        raise ValueError("no training data given")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if plain_path(data):
+            path = data if isinstance(data, (str, Path)) else list(data)[0]
+            result = load_data(Path(path))
+            return result, result.examples, str(path), None
+        specs = [str(s) for s in data]
+        result = load_sources(specs)
+    return result, weigh_sources(result.examples, specs, seed=seed), " + ".join(specs), specs
 
 
 def build_model(data, out, *, method: str = "evqual", calibration: str = "sigmoid", threshold_rule: str = "f1",
@@ -1070,9 +1165,11 @@ def build_model(data, out, *, method: str = "evqual", calibration: str = "sigmoi
 
     Parameters
     ----------
-    data : str or Path
+    data : str or Path, or list of source specs
         Dataset folder or file (see :func:`evqual.data.load_data`), recorded
-        in ``meta.json`` as given.
+        in ``meta.json`` as given; or several sources with their weights
+        (``["../shared/data/ragtruth", "x.jsonl:split=dev,weight=0.5"]``, see
+        :func:`evqual.data.load_sources`), each recorded in ``training_data["sources"]``.
     out : str or Path
         The model folder to write.
     method, calibration, threshold_rule, entity_backend, validation_split, augment, evidence_floor, compose, crossfit
@@ -1094,15 +1191,11 @@ def build_model(data, out, *, method: str = "evqual", calibration: str = "sigmoi
     >>> read_meta(folder)["training_data"]["rows"]
     72
     """
-    from ..data import load_data
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        result = load_data(Path(data))
-    det = fit_detector(result, method=method, calibration=calibration, threshold_rule=threshold_rule,
+    result, examples, label, specs = load_training(data)
+    det = fit_detector(examples, method=method, calibration=calibration, threshold_rule=threshold_rule,
                        entity_backend=entity_backend, validation_split=validation_split, augment=augment,
                        evidence_floor=evidence_floor, compose=compose, crossfit=crossfit)
-    info = training_data_info(result, str(data), validation_split=validation_split)
+    info = training_data_info(result, label, validation_split=validation_split, sources=specs)
     return save_detector(det, out, training_data=info, metrics=metrics)
 
 
@@ -1139,8 +1232,8 @@ def check_rebuild(model, data, *, workdir=None) -> dict:
     ----------
     model : str or Path
         The saved model folder (for instance ``models/default``).
-    data : str or Path
-        The data it was trained on.
+    data : str or Path, or list of source specs
+        The data it was trained on (as :func:`build_model` takes it).
     workdir : str or Path, optional
         Where to write the rebuild (default: a temporary folder, removed).
 
@@ -1181,3 +1274,85 @@ def check_rebuild(model, data, *, workdir=None) -> dict:
             "model_sha256": meta["model_sha256"], "rebuilt_model_sha256": rebuilt["model_sha256"],
             "same_file": meta["model_sha256"] == rebuilt["model_sha256"],
             "versions": {k: [meta.get(k), v] for k, v in _environment().items() if meta.get(k) != v}}
+
+
+def adapt_model(model, data, out, *, sha256: str | None = None, random_state: int = 0,
+                learning_curve=(25, 50, 100, 200), draws: int = 5):
+    """Adapt a saved model to labelled answers and save the result, as ``evqual adapt`` does.
+
+    Loads ``model`` (audited, as :func:`load_detector` loads it), reads the labelled answers ``data``
+    (any layout :func:`evqual.data.load_data` reads; every row must be valid and labelled), adapts
+    (:meth:`Detector.adapt`) and saves the adapted detector to ``out`` with ``meta.json`` recording the
+    parent model's SHA-256 and the adaptation data's size and SHA-256, plus the report as
+    ``adaptation.md`` and ``adaptation.json``.
+
+    Returns
+    -------
+    (Path, AdaptationReport)
+
+    Raises
+    ------
+    ModelLoadError
+        The model cannot be loaded.
+    evqual.errors.EvqualDataError
+        A row of ``data`` is invalid (each one named with its file, line and field; nothing is written).
+    evqual.errors.TrainingDataError
+        Too few labelled answers, one label only, or an answer without a label.
+    ValueError
+        ``out`` is the model folder itself.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from evqual.data import sample_path
+    >>> from evqual.models import adapt_model, default_model_path, load_detector, read_meta
+    >>> folder, report = adapt_model(default_model_path(), sample_path(), tempfile.mkdtemp(), learning_curve=())
+    >>> read_meta(folder)["adaptation"]["data"]["rows"], load_detector(folder).adapter_["rows"]
+    (72, 72)
+    """
+    from ..data import load_data
+    from ..errors import EvqualDataError
+
+    model, out = Path(model), Path(out)
+    if out.exists() and model.exists() and out.resolve() == model.resolve():
+        raise ValueError(f"--out {out} is the model folder itself: write the adapted model to a new folder")
+    meta = read_meta(model)
+    det = load_detector(model, sha256=sha256)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = load_data(Path(data))
+    if result.issues:
+        raise EvqualDataError(result.issues, n_ok=len(result.examples))
+    adapted, report = det.adapt(result.examples, random_state=random_state, learning_curve=learning_curve,
+                                draws=draws)
+    digest = hashlib.sha256()
+    for p in sorted(result.paths):
+        digest.update(Path(p).read_bytes())
+    after = {k: v for k, v in report.after.items() if k != "ci"}
+    adaptation = {
+        "parent": {"model_sha256": meta["model_sha256"], "path": str(model), "threshold": meta["threshold"],
+                   "method": meta["method"]},
+        "data": {"path": str(data), "sha256": digest.hexdigest(), "rows": report.rows,
+                 "positives": report.positives},
+        "kind": report.kind, "C": report.C, "threshold": report.threshold, "random_state": random_state,
+        "cv": after, "ci": report.after.get("ci"), "before": report.before, "seconds": round(report.seconds, 3),
+    }
+    folder = save_detector(adapted, out, training_data=meta.get("training_data") or {},
+                           metrics=meta.get("metrics") or {}, adaptation=_jsonable(adaptation))
+    (folder / "adaptation.md").write_text(report.to_markdown(), encoding="utf-8")
+    (folder / "adaptation.json").write_text(json.dumps(_jsonable(report.to_dict()), indent=2) + "\n",
+                                            encoding="utf-8")
+    return folder, report
+
+
+def _jsonable(obj):
+    """``obj`` with NaN and infinities as None (strict JSON) and numpy scalars as Python numbers."""
+    if isinstance(obj, dict):
+        return {k: _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, (np.floating, float)):
+        return float(obj) if math.isfinite(obj) else None
+    if isinstance(obj, np.integer):
+        return int(obj)
+    return obj

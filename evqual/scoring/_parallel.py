@@ -155,7 +155,7 @@ def _context(start_method):
 
 def score_file_parallel(path, out, scorer, *, jobs=None, policy=None, audit=None, progress=None,
                         batch_size: int = 16, limits=None, include_context: bool = True,
-                        start_method: str | None = None):
+                        start_method: str | None = None, stats: dict | None = None):
     """:func:`score_file` with ``jobs`` worker processes: the same output, byte for byte, in input order.
 
     Parameters
@@ -232,7 +232,7 @@ def score_file_parallel(path, out, scorer, *, jobs=None, policy=None, audit=None
     scoring = _scorer(scorer, policy)
     if jobs == 1:
         return score_file(path, out, scoring, audit=audit, progress=progress, batch_size=batch_size, limits=limits,
-                          include_context=include_context)
+                          include_context=include_context, stats=stats)
     policy = getattr(scoring, "policy", None)
     policy_dict = policy.to_dict() if policy is not None and audit is not None else None
     ctx = _context(start_method)
@@ -353,4 +353,6 @@ def score_file_parallel(path, out, scorer, *, jobs=None, policy=None, audit=None
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
     sink.flush(sink.n_ok + sink.n_bad)
+    if stats is not None:
+        stats["warnings"] = dict(sink.warned)
     return sink.n_ok, sink.n_bad

@@ -45,6 +45,8 @@ _DEFAULTS = {
     "escalate_band": (0.35, 0.65),
     "escalate_sensitive": True,
     "escalate_reasons": ESCALATE_REASONS,
+    "ood_escalate_margin": 0.1,
+    "flag_rate": None,
     "topics": None,
 }
 _SEVERITY = {"show": 0, "warn": 1, "escalate": 2, "regenerate": 3, "abstain": 4}
@@ -123,6 +125,20 @@ class Policy:
         answer that would be shown or warned about is escalated instead.
         ``()`` disables it.  Severity order: show < warn < escalate <
         regenerate < abstain.
+    ood_escalate_margin : float or None, default=0.1
+        An answer outside what the model knows (its ``W004`` warning: the
+        model's out-of-distribution signal, :func:`evqual.models.ood_warning`)
+        whose risk is within this distance of the threshold is escalated
+        (rule ``out_of_distribution``) instead of shown or warned about: near
+        the threshold, the model's risk is the least reliable on data unlike
+        its training data.  None disables it.
+    flag_rate : float or None, default=None
+        A budget: the share of answers to flag or escalate, in (0, 1).
+        It needs the risks of answers like the ones to score (no label):
+        :meth:`for_flag_rate` sets the general threshold and the escalate
+        band from them; ``evqual score --flag-rate`` does it on the first
+        ``--budget-rows`` answers of its input.  :meth:`decide` refuses a
+        policy with a budget it was not fitted to.
     topics : TopicTagger, default=None
         Knows which topics are sensitive (and tags them, see :meth:`tag`).
         None uses ``TopicTagger()`` with the built-in topics.
@@ -145,7 +161,9 @@ class Policy:
 
     Then, when the decision is ``show`` or ``warn`` and a reason of
     ``escalate_reasons`` was found by a claim-aligned check, the decision
-    is ``escalate`` (rule ``reason:<CODE>``).
+    is ``escalate`` (rule ``reason:<CODE>``); else, when the answer is out
+    of distribution (``ood=True``) and ``|risk - τ| < ood_escalate_margin``,
+    it is ``escalate`` (rule ``out_of_distribution``).
 
     ``flagged`` is ``decision != "show"`` and ``verify`` is
     ``decision == "escalate"``.  Without the band, decisions never get
@@ -173,7 +191,7 @@ class Policy:
 
     def __init__(self, *, general_threshold=None, sensitive_threshold=0.3, regenerate_at=0.75,
                  abstain_at=0.87, escalate_band=(0.35, 0.65), escalate_sensitive=True,
-                 escalate_reasons=ESCALATE_REASONS, topics=None):
+                 escalate_reasons=ESCALATE_REASONS, ood_escalate_margin=0.1, flag_rate=None, topics=None):
         self.general_threshold = general_threshold
         self.sensitive_threshold = sensitive_threshold
         self.regenerate_at = regenerate_at
@@ -181,6 +199,8 @@ class Policy:
         self.escalate_band = escalate_band
         self.escalate_sensitive = escalate_sensitive
         self.escalate_reasons = escalate_reasons
+        self.ood_escalate_margin = ood_escalate_margin
+        self.flag_rate = flag_rate
         self.topics = topics
 
     def _check(self):
@@ -207,6 +227,16 @@ class Policy:
             if (isinstance(band, (str, bytes)) or not hasattr(band, "__len__") or len(band) != 2
                     or not all(_is_number(v) and 0 <= v <= 1 for v in band) or not band[0] < band[1]):
                 raise ValueError(f"escalate_band must be (low, high) with 0 <= low < high <= 1, or None; got {band!r}")
+        margin = getattr(self, "ood_escalate_margin", None)
+        if margin is not None and (not _is_number(margin) or not 0 <= margin <= 1):
+            raise ValueError(f"ood_escalate_margin must be in [0, 1] or None; got {margin!r}")
+        rate = getattr(self, "flag_rate", None)
+        if rate is not None:
+            if not _is_number(rate) or not 0 < rate < 1:
+                raise ValueError(f"flag_rate must be in (0, 1) (the share of answers to flag) or None; got {rate!r}")
+            if self.general_threshold is not None:
+                raise ValueError("flag_rate sets the general threshold from your answers' risks: leave "
+                                 "general_threshold as None (\"model\") or drop flag_rate")
         if not isinstance(self.escalate_sensitive, bool):
             raise ValueError(f"escalate_sensitive must be a bool; got {self.escalate_sensitive!r}")
         if self.topics is not None and not isinstance(self.topics, TopicTagger):
@@ -280,7 +310,101 @@ class Policy:
         general = self.general_for(model_threshold)
         return min(self.sensitive_threshold, general) if self.tagger.is_sensitive(topics) else general
 
-    def decide(self, risk, topics=(), *, model_threshold=None, reasons=()) -> Decision:
+    budget_ = None
+    """After :meth:`for_flag_rate`: ``{"flag_rate", "rows", "flagged", "threshold"}`` of the fit."""
+
+    def for_flag_rate(self, risks, rate=None, *, topics=None, model_threshold=None, reasons=None, ood=None):
+        """A copy whose general threshold and escalate band hold the flagged share to a budget.
+
+        The smallest threshold ``c`` (a risk of ``risks``, or 1) at which at most ``rate`` of these answers
+        would be flagged or escalated by the copy: general threshold ``c``, escalate band ``[max(low, c),
+        high)`` (dropped when empty).  What else flags an answer (a sensitive topic, a forcing reason, the
+        out-of-distribution rule) counts against the budget.  When those alone exceed it, the budget wins:
+        the forcing reasons are dropped (``escalate_reasons=()``), then the out-of-distribution rule, then
+        the stricter treatment of sensitive topics, until it can be met; :attr:`budget_` lists what was
+        ``"relaxed"``.  The copy has ``flag_rate=None`` and records the fit in :attr:`budget_`.
+
+        Parameters
+        ----------
+        risks : array of float
+            Risks of answers like the ones to score (labels are not needed).
+        rate : float, optional
+            The budget (default: this policy's ``flag_rate``).
+        topics, reasons : list of tuples, optional
+            Per answer, its topics and its claim-aligned reason codes (as :meth:`decide` takes them).
+        model_threshold : float, optional
+        ood : list of bool, optional
+            Per answer, whether it is out of distribution.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> risks = np.linspace(0.0, 0.99, 100)
+        >>> fitted = Policy().for_flag_rate(risks, 0.2)
+        >>> fitted.general_threshold, fitted.escalate_band, fitted.budget_["flagged"]
+        (0.8, None, 0.2)
+        >>> Policy().for_flag_rate(risks, 0.5).escalate_band
+        (0.5, 0.65)
+        """
+        import numpy as np
+
+        rate = self.flag_rate if rate is None else rate
+        if rate is None or not _is_number(rate) or not 0 < rate < 1:
+            raise ValueError(f"flag_rate must be in (0, 1); got {rate!r}")
+        risks = np.asarray(risks, dtype=float).reshape(-1)
+        n = len(risks)
+        if n == 0:
+            raise ValueError("a flag-rate budget needs the risks of some answers; got none")
+        topics = [()] * n if topics is None else list(topics)
+        reasons = [()] * n if reasons is None else list(reasons)
+        ood = [False] * n if ood is None else list(ood)
+        if not len(topics) == len(reasons) == len(ood) == n:
+            raise ValueError("topics, reasons and ood must hold one entry per risk")
+        params = self.get_params()
+        params["flag_rate"] = None
+        low, high = self.escalate_band if self.escalate_band is not None else (None, None)
+
+        def policy_at(c):
+            sensitive = float(c) if params.get("_flat") else min(params["sensitive_threshold"], float(c))
+            p = dict({k: v for k, v in params.items() if k != "_flat"}, general_threshold=float(c),
+                     sensitive_threshold=sensitive)
+            if low is not None:
+                p["escalate_band"] = (max(low, float(c)), high) if max(low, float(c)) < high else None
+            out = Policy(**p)
+            if self.topics is None and getattr(self, "_default_tagger", None) is not None:
+                out._default_tagger = self._default_tagger
+            return out
+
+        def share(c):
+            pol = policy_at(c)
+            return sum(pol.decide(float(r), t, reasons=rs, ood=o).flagged
+                       for r, t, rs, o in zip(risks, topics, reasons, ood)) / n
+
+        cuts = np.unique(np.clip(np.round(np.concatenate([risks, [1.0]]), 6), 0.0, 1.0))
+        lo, hi = 0, len(cuts) - 1  # share(cuts[hi]) is the least possible; find the first cut within budget
+        relaxed = []
+        for name, change in (("escalate_reasons", {"escalate_reasons": ()}),
+                             ("ood_escalate_margin", {"ood_escalate_margin": None}),
+                             ("sensitive_threshold", {"escalate_sensitive": False, "_flat": True})):
+            if share(cuts[hi]) <= rate:
+                break
+            params.update(change)
+            relaxed.append(name)
+        if share(cuts[hi]) > rate:
+            lo = hi
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if share(cuts[mid]) <= rate:
+                hi = mid
+            else:
+                lo = mid + 1
+        fitted = policy_at(cuts[lo])
+        fitted._check()
+        fitted.budget_ = {"flag_rate": float(rate), "rows": n, "flagged": round(share(cuts[lo]), 6),
+                          "threshold": fitted.general_threshold, "relaxed": relaxed}
+        return fitted
+
+    def decide(self, risk, topics=(), *, model_threshold=None, reasons=(), ood=False) -> Decision:
         """Decide what to do with an answer.
 
         Parameters
@@ -295,6 +419,9 @@ class Policy:
         reasons : iterable of str, default=()
             Reason codes found by claim-aligned contradiction checks; one of
             ``escalate_reasons`` forces at least ``escalate``.
+        ood : bool, default=False
+            The answer is outside what the model knows (``W004``): near the
+            threshold (``ood_escalate_margin``) it is escalated.
 
         Returns
         -------
@@ -306,6 +433,10 @@ class Policy:
         'abstain'
         """
         self._check()
+        if getattr(self, "flag_rate", None) is not None:
+            raise ValueError("this policy has a flag-rate budget it was not fitted to: fit it to your answers' "
+                             "risks with Policy.for_flag_rate (evqual score --flag-rate does it on the first "
+                             "--budget-rows answers)")
         if not _is_number(risk) or math.isnan(risk) or not 0 <= risk <= 1:
             raise ValueError(f"risk must be in [0, 1]; got {risk!r}")
         risk = float(risk)
@@ -326,13 +457,16 @@ class Policy:
             decision, rule = "warn", "threshold"
         if _SEVERITY[decision] < _SEVERITY["escalate"]:
             forcing = [r for r in reasons if r in self.escalate_reasons]
+            margin = getattr(self, "ood_escalate_margin", None)
             if forcing:
                 decision, rule = "escalate", f"reason:{forcing[0]}"
+            elif ood and margin is not None and abs(risk - tau) < margin:
+                decision, rule = "escalate", "out_of_distribution"
         return Decision(decision=decision, flagged=decision != "show", threshold=float(tau),
                         verify=decision == "escalate", sensitive=sensitive, rule=rule)
 
     OVERRIDABLE = ("general_threshold", "sensitive_threshold", "regenerate_at", "abstain_at", "escalate_band",
-                   "escalate_sensitive", "escalate_reasons")
+                   "escalate_sensitive", "escalate_reasons", "ood_escalate_margin")
     """The parameters :meth:`with_overrides` may change (every one but ``topics``)."""
 
     def with_overrides(self, overrides: dict) -> "Policy":
@@ -348,7 +482,7 @@ class Policy:
         Traceback (most recent call last):
         ...
         ValueError: unknown policy key 'topics' (allowed: general_threshold, sensitive_threshold, regenerate_at, \
-abstain_at, escalate_band, escalate_sensitive, escalate_reasons)
+abstain_at, escalate_band, escalate_sensitive, escalate_reasons, ood_escalate_margin)
         """
         if not isinstance(overrides, dict):
             raise ValueError(f"policy overrides must be an object; got {type(overrides).__name__}")
@@ -362,6 +496,8 @@ abstain_at, escalate_band, escalate_sensitive, escalate_reasons)
                 value = tuple(value)
             elif key == "escalate_reasons" and isinstance(value, list):
                 value = tuple(value)
+            elif key == "ood_escalate_margin" and value is False:
+                value = None
             params[key] = value
         out = Policy(**params)
         out._check()
@@ -405,6 +541,9 @@ abstain_at, escalate_band, escalate_sensitive, escalate_reasons)
             out.append("escalate_sensitive")
         if not set(base.escalate_reasons) <= set(self.escalate_reasons):
             out.append("escalate_reasons")
+        mine, theirs = getattr(self, "ood_escalate_margin", None), getattr(base, "ood_escalate_margin", None)
+        if theirs is not None and (mine is None or mine < theirs):
+            out.append("ood_escalate_margin")
         return out
 
     def to_dict(self, *, terms=False) -> dict:
@@ -435,6 +574,9 @@ abstain_at, escalate_band, escalate_sensitive, escalate_reasons)
             "escalate_band": None if band is None else [band[0], band[1]],
             "escalate_sensitive": self.escalate_sensitive,
             "escalate_reasons": list(self.escalate_reasons),
+            "ood_escalate_margin": getattr(self, "ood_escalate_margin", None),
+            "flag_rate": getattr(self, "flag_rate", None),
+            **({"budget": self.budget_} if self.budget_ is not None else {}),
             "topics": self.tagger.to_dict(terms=terms),
         }
 
@@ -445,7 +587,9 @@ abstain_at, escalate_band, escalate_sensitive, escalate_reasons)
 _SCHEMA = {
     "thresholds": {"general": "general_threshold", "sensitive": "sensitive_threshold"},
     "bands": {"regenerate": "regenerate_at", "abstain": "abstain_at", "escalate": "escalate_band",
-              "escalate_sensitive": "escalate_sensitive", "escalate_reasons": "escalate_reasons"},
+              "escalate_sensitive": "escalate_sensitive", "escalate_reasons": "escalate_reasons",
+              "ood_margin": "ood_escalate_margin"},
+    "budget": {"flag_rate": "flag_rate"},
 }
 _TOPIC_SETTINGS = ("builtin", "min_query_hits", "min_context_hits")
 _TOPIC_KEYS = ("terms", "sensitive", "weak", "exclude")
@@ -472,6 +616,10 @@ def load_policy(path) -> Policy:
         escalate = [0.35, 0.65]  # Policy.escalate_band; false disables it
         escalate_sensitive = true
         escalate_reasons = ["NUMBER_CONFLICT", "NEGATION_CONFLICT"]  # [] disables it
+        ood_margin = 0.1         # Policy.ood_escalate_margin; false disables it
+
+        [budget]
+        flag_rate = 0.1          # Policy.flag_rate: flag about 10% of answers (evqual score fits it)
 
         [topics]
         builtin = true           # false drops the built-in topics
@@ -562,6 +710,8 @@ def load_policy(path) -> Policy:
     elif band is not None and not isinstance(band, tuple):
         raise ValueError(f"{path}: 'bands.escalate' must be [low, high] or false; got {band!r}")
 
+    if params.get("ood_escalate_margin", 0.1) is False:
+        params["ood_escalate_margin"] = None
     params["topics"] = _load_topics(path, doc.get("topics"))
     policy = Policy(**params)
     try:

@@ -306,11 +306,12 @@ class Scorer:
         info = self.model_info
         claims = getattr(found, "claim_risk", None)
         cthr = getattr(detector, "claim_threshold_", None)
+        oods = _ood_warnings(detector, found)
         results = [self._result(ex, an, float(found.risk[k]),
                                 found.sentence_risk[k] if found.sentence_risk is not None else None,
                                 found.spans[k] if found.spans is not None else [], sthr, float(detector.threshold_),
                                 policy, info, extras[k] if extras is not None else {},
-                                claims[k] if claims is not None and cthr is not None else None, cthr)
+                                claims[k] if claims is not None and cthr is not None else None, cthr, oods[k])
                    for k, (ex, an) in enumerate(zip(found.examples, found.analyses))]
         if self.verifier is not None:
             results = [self._verified(ex, r) if r.verify else r for ex, r in zip(found.examples, results)]
@@ -329,7 +330,7 @@ class Scorer:
     # ------------------------------------------------------------------ one answer
     @staticmethod
     def _result(ex, an, risk, sent_risk, pred_spans, sthr, model_threshold, policy, info, extra,
-                claim_risk=None, claim_threshold=None) -> ScoreResult:
+                claim_risk=None, claim_threshold=None, ood=None) -> ScoreResult:
         topics = policy.tag(ex.query, ex.context)
         srisk = sent_risk if sent_risk is not None else np.zeros(len(an.offsets))
         offsets = an.offsets
@@ -348,7 +349,7 @@ class Scorer:
         # contradictions are too common in faithful answers for that (issue 22: forcing on them doubled the
         # development suite's false alarms); they flag their sentence in a flagged answer
         checked = [r.code for g in gaps for r in g if "check" in r.details]
-        decision = policy.decide(risk, topics, model_threshold=model_threshold, reasons=checked)
+        decision = policy.decide(risk, topics, model_threshold=model_threshold, reasons=checked, ood=ood is not None)
         by_risk = srisk >= sthr if len(offsets) else np.zeros(0, dtype=bool)
         # contradictions only: an unsupported claim unit is a gap (a reason), not a contradiction
         contradicts = np.array([any(r.details.get("kind") in CONTRADICTION_KINDS and
@@ -385,11 +386,30 @@ class Scorer:
                            sensitive=decision.sensitive, sentences=tuple(sentences),
                            spans=tuple(span_results), model=info, rule=decision.rule,
                            sentence_threshold=float(sthr), context=ex.context, label=_gold(ex),
-                           **_extra_and_warnings(ex, extra))
+                           **_extra_and_warnings(ex, extra, ood))
 
 
-def _extra_and_warnings(ex, extra) -> dict:
-    """``extra`` without the fields no JSON output can hold, and the warnings (W002 names each one dropped)."""
+def _ood_warnings(detector, found) -> list:
+    """The ``W004`` warning (or None) of each answer of :meth:`Detector.detect`'s ``found``."""
+    state = getattr(detector, "ood_", None)
+    n = len(found.examples)
+    if state is None or found.ood is None:
+        return [None] * n
+    from ..models import ood_warning
+
+    over = np.flatnonzero(found.ood > 1.0)
+    out = [None] * n
+    if len(over):
+        X = found.frame[state["names"]].to_numpy()
+        for k in over.tolist():
+            task = str(found.examples[k].task_type)
+            out[k] = ood_warning(float(found.ood[k]), state, X[k], task if task in state["groups"] else "*")
+    return out
+
+
+def _extra_and_warnings(ex, extra, ood=None) -> dict:
+    """``extra`` without the fields no JSON output can hold, and the warnings (W002 names each one dropped;
+    ``ood``, the answer's W004 warning, comes last)."""
     from ..data import check_value, find_surrogate
 
     kept, warnings = {}, _warnings(ex)
@@ -406,6 +426,8 @@ def _extra_and_warnings(ex, extra) -> dict:
         else:
             warnings.append({"code": "W002", "message": f"extra field not passed through: {problem}",
                              "details": {"field": str(key).encode("utf-8", "backslashreplace").decode()[:200]}})
+    if ood is not None:
+        warnings.append(ood)
     return {"extra": kept, "warnings": tuple(warnings)}
 
 

@@ -97,6 +97,7 @@ class _Output:
     def __init__(self, out, audit=None, policy_dict=None, progress=None):
         self.out, self.audit, self.policy_dict, self.progress = out, audit, policy_dict, progress
         self.n_ok = self.n_bad = self.n_flushed = 0
+        self.warned: dict = {}  # warning code -> answers that got it (the run's summary line)
 
     def _write(self, line, text):
         try:
@@ -125,6 +126,8 @@ class _Output:
                           input_sha256=input_sha256(ex.query, ex.context, ex.output))
         self._write(line, text)
         self.n_ok += 1
+        for code in {w.get("code") for w in getattr(res, "warnings", ()) or () if isinstance(w, dict)}:
+            self.warned[code] = self.warned.get(code, 0) + 1
 
     def block(self, items, results):
         """The output of a scored block: ``items`` ``(line, Example, extra)``, ``results`` of :func:`score_block`."""
@@ -195,7 +198,7 @@ def _finite_risks(res) -> bool:
 
 
 def score_file(path, out, scorer, *, policy=None, audit=None, progress=None, batch_size: int = 16,
-               limits=None, include_context: bool = True):
+               limits=None, include_context: bool = True, stats: dict | None = None):
     """Score every line of ``path`` and write one JSON line per input line to ``out`` (a text stream).
 
     No input line can stop the run: a line that cannot be read or scored gets
@@ -233,6 +236,9 @@ def score_file(path, out, scorer, *, policy=None, audit=None, progress=None, bat
     include_context : bool, default=True
         Write each answer's context in its result (``False``: ``"context":
         ""``, for smaller outputs; reports then cannot show it).
+    stats : dict, optional
+        Filled with ``{"warnings": {code: answers}}``: how many scored answers got each warning (``W004``:
+        outside what the model knows), for a run's summary line.
 
     Returns
     -------
@@ -286,6 +292,8 @@ def score_file(path, out, scorer, *, policy=None, audit=None, progress=None, bat
         raise
     flush()
     sink.flush(sink.n_ok + sink.n_bad)
+    if stats is not None:
+        stats["warnings"] = dict(sink.warned)
     return sink.n_ok, sink.n_bad
 
 

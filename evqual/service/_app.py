@@ -115,11 +115,34 @@ def _load_scorer(config: ServeConfig, scorer=None):
         from ..models import default_model_path, load_detector
 
         policy = load_policy(config.policy) if config.policy else Policy()
+        if policy.flag_rate is not None:
+            raise ValueError(f"{config.policy}: a flag-rate budget ([budget] flag_rate) is fitted on a file's answers, "
+                             "which a service does not have: fit it with `evqual score IN.jsonl --flag-rate R` and "
+                             "write the thresholds it prints into [thresholds] general and [bands] escalate")
         det = load_detector(config.model or default_model_path(), sha256=config.model_sha256)
         scorer = Scorer(det, policy=policy)
     if scorer.policy is None:
         scorer.policy = Policy()
     return scorer
+
+
+def _ood_info(det) -> dict | None:
+    """What ``/v1/model`` says of the model's out-of-distribution map (None: the model has none)."""
+    state = getattr(det, "ood_", None)
+    if state is None:
+        return None
+    return {"warning": "W004", "quantile": state["quantile"], "features": len(state["names"]),
+            "groups": {k: {"rows": g["n_fit"], "threshold": g["threshold"]} for k, g in state["groups"].items()}}
+
+
+def _adaptation_info(det) -> dict | None:
+    """What ``/v1/model`` says of the model's adaptation (None: not adapted)."""
+    meta = getattr(det, "meta_", None) or {}
+    adaptation = meta.get("adaptation")
+    if not adaptation:
+        return None
+    return {"parent_sha256": adaptation["parent"]["model_sha256"], "rows": adaptation["data"].get("rows"),
+            "data_sha256": adaptation["data"]["sha256"], "kind": adaptation.get("kind")}
 
 
 class _Worker:
@@ -751,6 +774,8 @@ def create_app(config: ServeConfig | None = None, *, scorer=None):
                            "keep_alive_timeout": config.keep_alive_timeout,
                            "max_connections": config.max_connections},
                 "policy_overrides": config.policy_overrides,
+                "out_of_distribution": _ood_info(det),
+                "adaptation": _adaptation_info(det),
                 "evqual_version": __version__}
 
     @app.post("/v1/score", summary="Score one answer, or a batch of them",
