@@ -209,6 +209,8 @@ def write_report(result, out_dir, *, frame=None, importance: bool = True, data_n
              + f"; {m['n']} held-out responses pooled over {m['folds']} fold(s). "
              + data_note + "\n",
              "## Response level\n", markdown_table(metrics_table({"all": m["response"]})) + "\n"]
+    if m.get("ood_rate") is not None:
+        parts.append(f"Out-of-distribution warning (W004) on {m['ood_rate']:.1%} of the held-out answers.\n")
     if m.get("transfer"):
         t = metrics_table(m["transfer"], first="held out")
         cols = ["held out", "n", "auroc", "f1", "precision", "recall", "faithful_flagged"]

@@ -149,6 +149,8 @@ def evaluate(data=None, method: str = "evqual", protocol: str = "cv5", *, frame=
         part["risk"] = risk
         part["threshold"] = det.threshold_
         part["pred"] = (risk >= det.threshold_).astype(int)
+        ood = det.ood_distance_frame(test)
+        part["ood"] = (ood > 1.0) if ood is not None else False
         rows.append(part)
         if sent_risk is not None and det.sentence_threshold_ is not None:
             tagged = det.predict_spans_frame(test, sent_risk) if TOK in test.columns else None
@@ -180,6 +182,8 @@ def evaluate(data=None, method: str = "evqual", protocol: str = "cv5", *, frame=
                         featurize_ms=1000.0 * (featurize_seconds or 0.0) / max(1, len(frame)),
                         predict_ms=1000.0 * predict_seconds / max(1, n_pred),
                         calibration=calibration, threshold_rule=threshold_rule)
+    # how often the out-of-distribution warning (W004) fires on held-out answers
+    metrics["ood_rate"] = float(preds["ood"].mean()) if len(preds) else None
     if unit_names is not None:
         metrics["transfer"] = transfer_summary(preds, unit_names)
         metrics["heldout_split"] = heldout_split
@@ -276,6 +280,7 @@ def transfer_summary(preds, unit_names) -> dict:
         y = part["label"].astype(int).to_numpy()
         m = binary_metrics(y, part["risk"].to_numpy(), part["threshold"].to_numpy())
         m["faithful_flagged"] = m["fp"] / max(1, m["fp"] + m["tn"])
+        m["ood_rate"] = float(part["ood"].mean()) if len(part) else None
         out[name] = m
     return out
 
