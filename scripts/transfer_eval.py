@@ -51,13 +51,18 @@ def _summary(values) -> dict:
             "max": float(np.nanmax(values))}
 
 
+def _auroc(y, p) -> float:
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score(y, p)) if len(np.unique(y)) == 2 else float("nan")
+
+
 def run(model, data, split, ks, draws, seed, limit=None) -> dict:
     import warnings
 
     from evqual.data import load_data
-    from evqual.models import (adapter_features, adapter_risk, expected_calibration_error, fit_adapter,
-                               load_detector, recall_at_fpr)
-    from evqual.models._adapt import _auroc, _prf
+    from evqual.models import (adapter_features, adapter_risk, decision_metrics, expected_calibration_error,
+                               fit_adapter, load_detector, recall_at_fpr)
     from evqual.scoring import Scorer
 
     det = load_detector(model)
@@ -100,7 +105,7 @@ def run(model, data, split, ks, draws, seed, limit=None) -> dict:
             adapter, threshold = fit_adapter(det, base[tr], X[tr], y[tr], state=state, random_state=d)
             got["seconds"].append(time.perf_counter() - t0)
             p = adapter_risk(adapter, base[te], X[te])
-            m = _prf(y[te], p >= threshold)
+            m = decision_metrics(y[te], p >= threshold)
             got["auroc"].append(_auroc(y[te], p))
             got["recall_at_10fpr"].append(recall_at_fpr(y[te], p))
             got["f1"].append(m["f1"])

@@ -67,7 +67,8 @@ from ._methods import (
 )
 from ._metrics import METRIC_KEYS, binary_metrics
 from ._adapt import (ADAPT_VERSION, C_GRID, MIN_ADAPT_PER_CLASS, MIN_ADAPT_ROWS, AdaptationReport, adapt_detector,
-                     adapter_features, adapter_risk, expected_calibration_error, fit_adapter, recall_at_fpr)
+                     adapter_features, adapter_risk, decision_metrics, expected_calibration_error, fit_adapter,
+                     recall_at_fpr)
 from ._ood import (MIN_GROUP_ROWS, OOD_QUANTILE, OOD_VERSION, OOD_WARNING_CODE, check_ood_state, fit_ood,
                    ood_contributions, ood_distance, ood_scores, ood_warning)
 from ._spans import SpanTagger, project_sentences, span_scores, tokens_to_spans
@@ -82,6 +83,7 @@ __all__ = [
     "adapt_detector",
     "adapter_features",
     "adapter_risk",
+    "decision_metrics",
     "fit_adapter",
     "expected_calibration_error",
     "recall_at_fpr",

@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = ["ADAPT_VERSION", "ANCHOR_SCALE", "C_GRID", "MIN_ADAPT_ROWS", "MIN_ADAPT_PER_CLASS", "AdaptationReport",
-           "adapt_detector", "adapter_features", "adapter_risk", "check_adapter_state", "expected_calibration_error",
-           "fit_adapter", "logistic_fit", "recall_at_fpr"]
+           "adapt_detector", "adapter_features", "adapter_risk", "check_adapter_state", "decision_metrics",
+           "expected_calibration_error", "fit_adapter", "logistic_fit", "recall_at_fpr"]
 
 ADAPT_VERSION = 1
 ANCHOR_SCALE = 10.0
@@ -296,7 +296,13 @@ def _decision_cv(kind, C, risk, Z, y, *, seed: int):
     return pred
 
 
-def _prf(y, pred) -> dict:
+def decision_metrics(y, pred) -> dict:
+    """Precision, recall, F1 and the share of faithful answers flagged, of decisions ``pred`` against labels ``y``.
+
+    >>> decision_metrics(np.array([1, 0, 1, 0]), np.array([True, True, False, False]))["precision"]
+    0.5
+    """
+    y, pred = np.asarray(y), np.asarray(pred, dtype=bool)
     tp = int(np.count_nonzero(pred & (y == 1)))
     fp = int(np.count_nonzero(pred & (y == 0)))
     fn = int(np.count_nonzero(~pred & (y == 1)))
@@ -311,7 +317,7 @@ def _bootstrap(y, pred, *, seed: int, n: int = 1000) -> dict:
     draws = {"precision": [], "recall": [], "f1": []}
     for _ in range(n):
         idx = rng.integers(0, len(y), len(y))
-        m = _prf(y[idx], pred[idx])
+        m = decision_metrics(y[idx], pred[idx])
         for k in draws:
             draws[k].append(m[k])
     return {k: [round(float(np.quantile(v, 0.025)), 4), round(float(np.quantile(v, 0.975)), 4)]
@@ -418,7 +424,7 @@ def _learning_curve(risk, Z, y, ks, *, draws: int, seed: int) -> list:
             p = _predict(kind, params, risk[te], Z[te])
             got["auroc"].append(_auroc(y[te], p))
             got["recall_at_10fpr"].append(recall_at_fpr(y[te], p))
-            got["f1"].append(_prf(y[te], p >= thr)["f1"])
+            got["f1"].append(decision_metrics(y[te], p >= thr)["f1"])
         if got["auroc"]:
             out.append({"k": int(k), "draws": len(got["auroc"]),
                         **{m: {"mean": float(np.mean(v)), "sd": float(np.std(v))} for m, v in got.items()}})
@@ -501,10 +507,10 @@ def adapt_detector(detector, examples, *, random_state: int = 0, learning_curve=
     pred = _decision_cv(kind, C, base, Z, y, seed=random_state)
     old = detector.predict_proba_frame(frame)
     before = {"auroc": _auroc(y, old), "recall_at_10fpr": recall_at_fpr(y, old),
-              "ece": expected_calibration_error(y, old), **_prf(y, old >= detector.threshold_)}
+              "ece": expected_calibration_error(y, old), **decision_metrics(y, old >= detector.threshold_)}
     chosen = next(row for row in table if (row["kind"], row["C"]) == (kind, C))
     after = {"auroc": chosen["auroc"], "recall_at_10fpr": recall_at_fpr(y, first_oof),
-             "ece": expected_calibration_error(y, first_oof), **_prf(y, pred),
+             "ece": expected_calibration_error(y, first_oof), **decision_metrics(y, pred),
              "ci": _bootstrap(y, pred, seed=random_state)}
     curve = _learning_curve(base, Z, y, learning_curve, draws=draws, seed=random_state) if learning_curve else []
     adapted = copy.copy(detector)
