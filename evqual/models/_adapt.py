@@ -500,12 +500,12 @@ def adapt_detector(detector, examples, *, random_state: int = 0, learning_curve=
     base = detector.base_proba_frame(frame)
     state = _feature_state(detector, frame)
     X = frame[state["names"]].to_numpy()
-    Z = _features(state, X)
     adapter, threshold, table, first_oof = _fit_adapter(base, X, y, state, seed=random_state)
+    Z = _features(state, X)
     kind, C = adapter["kind"], adapter["C"]
     # the honest estimate of the adapted decision, and the model as it was on the same answers
     pred = _decision_cv(kind, C, base, Z, y, seed=random_state)
-    old = detector.predict_proba_frame(frame)
+    old = detector._adapted(frame, base)  # the model as it was: its base risk through its own adapter, if any
     before = {"auroc": _auroc(y, old), "recall_at_10fpr": recall_at_fpr(y, old),
               "ece": expected_calibration_error(y, old), **decision_metrics(y, old >= detector.threshold_)}
     chosen = next(row for row in table if (row["kind"], row["C"]) == (kind, C))
