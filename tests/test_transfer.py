@@ -4,6 +4,7 @@ out-of-distribution warning."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -381,3 +382,20 @@ def test_the_service_model_description_names_the_ood_map(fitted):
     assert info["warning"] == "W004" and "*" in info["groups"]
     assert _adaptation_info(det) is None
     assert Scorer(det).score(context=["a"], output="b") is not None
+
+
+def test_the_shipped_model_carries_its_map_and_warns_outside_it():
+    """models/default is rebuilt with the map (issue 40, session 2): per task and over all, recorded in meta.json.
+    The embedded sample (RAGTruth-like) rarely warns; a one-line hand-written answer, unlike any training
+    answer, does."""
+    meta = read_meta(Path(__file__).resolve().parents[1] / "models" / "default")
+    groups = meta["ood"]["groups"]
+    assert {"*", "QA", "Summary", "Data2txt"} <= set(groups)
+    assert all(g["threshold"] > 0 and g["rows"] >= 200 for g in groups.values())
+    scorer = Scorer.load()
+    results = scorer.score_batch(load_sample().examples)
+    share = np.mean([any(w.get("code") == "W004" for w in r.warnings) for r in results])
+    assert share <= 0.1
+    r = scorer.score(query="What is the wifi password?", context=["The wifi password is kiwi42."],
+                     output="The password is kiwi42.", task_type="QA")
+    assert [w["code"] for w in r.warnings] == ["W004"]
