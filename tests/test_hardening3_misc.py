@@ -111,13 +111,13 @@ def test_a_number_json_cannot_hold_is_read_as_evqual_score_reads_it(scorer):
         r = client.post("/v1/score", content=body, headers={"Content-Type": "application/json"})
         assert r.status_code == 200, r.text
         first, second, third = r.json()["results"]
-        assert "risk" in first and [w["code"] for w in first["warnings"]] == ["W002"]
+        assert "risk" in first and [w["code"] for w in first["warnings"] if w["code"] != "W004"] == ["W002"]
         assert "risk" not in second and second["issues"][0]["code"] == "E103"
         assert second["issues"][0]["field"] == "context"
         assert "risk" in third
         single = client.post("/v1/score", content='{"query":"q","context":"c d.","output":"c d.","x":-1e999}',
                              headers={"Content-Type": "application/json"})
-        assert single.status_code == 200 and single.json()["result"]["warnings"][0]["code"] == "W002"
+        assert single.status_code == 200 and [w["code"] for w in single.json()["result"]["warnings"] if w["code"] != "W004"] == ["W002"]
 
 
 def test_policy_overrides_are_off_by_default_and_bounded_when_stricter(scorer):

@@ -523,13 +523,15 @@ def test_a_non_english_answer_carries_a_warning(det):
     fr = det.score(query="Quand le pont a-t-il été ouvert ?",
                    context=["Le pont a été ouvert en 1932 après six ans de travaux et de nombreux retards."],
                    output="Le pont a été ouvert en 1935 après six ans de travaux et de nombreux retards.")
-    assert [w["code"] for w in fr.warnings] == ["W001"] and fr.warnings[0]["details"]["field"] == "output"
+    # W004 (outside the training data) may join it: a one-line answer is unlike RAGTruth's
+    ws = [w for w in fr.warnings if w["code"] != "W004"]
+    assert [w["code"] for w in ws] == ["W001"] and ws[0]["details"]["field"] == "output"
     en = det.score(**BRIDGE)
-    assert en.warnings == ()
+    assert [w for w in en.warnings if w["code"] != "W004"] == []
     ctx = det.score(context=["Der Brückenbau begann im Jahr 1926 und die Brücke wurde im Jahr 1932 für den "
                              "Verkehr freigegeben, nachdem es viele Verzögerungen gegeben hatte."],
                     output="The bridge opened in 1932.")
-    assert [w["details"]["field"] for w in ctx.warnings] == ["context"]
+    assert [w["details"]["field"] for w in ctx.warnings if w["code"] != "W004"] == ["context"]
     assert ScoreResult.from_json(fr.to_json()) == fr
 
 
