@@ -248,12 +248,26 @@ def _verifier(args, command, method):
         return None
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the version and the reading path, looked up only when asked for."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from ._build import describe
+
+        parser._print_message(f"evqual {__version__}\n{describe()}\n", sys.stdout)
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="evqual",
         description="Evidence-quality features and detectors for RAG hallucination detection.",
     )
-    parser.add_argument("--version", action="version", version=f"evqual {__version__}")
+    parser.add_argument("--version", action=_VersionAction, help="show evqual's version and which reading path "
+                        "runs (compiled or pure Python), then exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     fz = sub.add_parser(

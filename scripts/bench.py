@@ -88,6 +88,10 @@ def main(argv=None) -> int:
     except (ImportError, OSError, ValueError) as exc:  # a missing extra, unreadable data, a bad model: one line
         print(f"bench.py {args.command}: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
+    if isinstance(result, dict):
+        from evqual import build_info
+
+        result["reading_path"] = build_info()["path"]  # compiled or pure Python (issue 41)
     with open(args.json, "w", encoding="utf-8") as fh:
         json.dump(result, fh, indent=2)
         fh.write("\n")

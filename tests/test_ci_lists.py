@@ -22,7 +22,7 @@ def _modules(pattern) -> set[str]:
 
 
 def test_every_listed_path_exists():
-    for name in ("extras_tests.txt", "one_core_tests.txt"):
+    for name in ("extras_tests.txt", "one_core_tests.txt", "pure_python_tests.txt"):
         for path in _listed(name):
             assert (REPO / path).exists(), f".ci/{name} lists {path}, which does not exist"
 
@@ -37,6 +37,21 @@ def test_every_module_that_depends_on_the_cores_runs_in_the_one_core_pass():
     assert not missing, f"add to .ci/one_core_tests.txt: {missing}"
 
 
-def test_the_ci_script_reads_both_lists():
+def test_the_ci_script_reads_every_list():
     script = (REPO / ".ci" / "run").read_text(encoding="utf-8")
     assert "extras_tests.txt" in script and "one_core_tests.txt" in script
+    assert "EVQUAL_PURE_PYTHON=1 run_pytest $(listed .ci/pure_python_tests.txt)" in script
+
+
+def test_the_pure_python_pass_covers_every_compiled_package_and_its_tests():
+    """The fallback pass runs the doctests of every package setup.py compiles, and the tests named after it."""
+    import ast
+
+    tree = ast.parse((REPO / "setup.py").read_text(encoding="utf-8"))
+    compiled = next(ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
+                    and any(getattr(t, "id", "") == "COMPILED" for t in n.targets))
+    listed = set(_listed("pure_python_tests.txt"))
+    packages = {"/".join(p.split("/")[:2]) for p in compiled}
+    assert packages <= listed, f"add to .ci/pure_python_tests.txt: {sorted(packages - listed)}"
+    for name in ("text", "features", "evidence", "checks", "build"):
+        assert f"tests/test_{name}.py" in listed

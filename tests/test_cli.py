@@ -13,7 +13,11 @@ from evqual.features import list_features
 
 def test_version(capsys):
     assert main(["--version"]) == 0
-    assert capsys.readouterr().out.strip() == f"evqual {__version__}"
+    first, path = capsys.readouterr().out.strip().splitlines()
+    assert first == f"evqual {__version__}"
+    assert path in ("reading path: pure Python (EVQUAL_PURE_PYTHON is set)",
+                    "reading path: pure Python (no compiled module is installed: built without a C compiler or "
+                    "Cython)") or path.startswith("reading path: compiled (Cython, ")
 
 
 def test_help_lists_commands(capsys):

@@ -203,19 +203,12 @@ def test_each_thread_has_its_own_stemmer_and_stems_as_one_thread_does():
 
 
 def test_snowballstemmer_is_the_fallback(monkeypatch):
-    import builtins
+    import sys
     import threading
 
     from evqual.text import _stem
 
-    real_import = builtins.__import__
-
-    def no_pystemmer(name, *args, **kwargs):
-        if name == "Stemmer":
-            raise ImportError("no PyStemmer here")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_pystemmer)
+    monkeypatch.setitem(sys.modules, "Stemmer", None)  # importing PyStemmer now raises ImportError
     _stem.stemmer_backend.cache_clear()
     monkeypatch.setattr(_stem, "_LOCAL", threading.local())
     try:

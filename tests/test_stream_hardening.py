@@ -16,7 +16,7 @@ import warnings
 
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from evqual.cli import main
@@ -405,6 +405,7 @@ def test_fuzzed_lines_never_stop_the_stream(det, tmp_path_factory, lines, batch)
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                    HealthCheck.function_scoped_fixture])
 @given(lines=st.lists(fuzzed_line(), min_size=1, max_size=5))
+@example(lines=[b""])  # a file of blank lines only: nothing to read, no error (found by this test, issue 41)
 def test_fuzzed_lines_through_the_cli(tmp_path_factory, lines, capsys):
     folder = tmp_path_factory.mktemp("cli")
     src = folder / "in.jsonl"
@@ -422,8 +423,10 @@ def test_fuzzed_lines_through_the_cli(tmp_path_factory, lines, capsys):
     n_good = sum("error" not in r for r in records)
     if n_good:
         assert fstatus in (0, 1) and len(pd.read_csv(csv)) == n_good
-    else:
+    elif records:
         assert fstatus == 1  # no good row at all: a data error, nothing written
+    else:
+        assert fstatus == 0  # blank lines only: no row and no error, as `score` says
     capsys.readouterr()
 
 

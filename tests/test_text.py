@@ -168,3 +168,14 @@ def test_regex_entities_skip_positional_capitals_and_text_parts(text, want):
     from evqual.text._entities import RegexEntityExtractor
 
     assert [e.text for e in RegexEntityExtractor().extract(text)] == want
+
+
+def test_the_stop_words_are_scikit_learns():
+    """evqual.text writes scikit-learn's ENGLISH_STOP_WORDS out (reading text must not import scikit-learn,
+    issue 41); the two lists must stay equal."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    from evqual.text import STOP_WORDS
+
+    assert STOP_WORDS == frozenset(ENGLISH_STOP_WORDS)
+    assert isinstance(STOP_WORDS, frozenset)

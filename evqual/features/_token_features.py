@@ -165,7 +165,8 @@ def token_block(output: str, analysis, spans=None, *, only_sentences=None) -> To
     low = [t.lower() for t in raws]
     content = [t not in stop for t in low]
     tids = [vocab.get(t) if c else None for t, c in zip(low, content)]
-    novel = [c and tid is None and t not in qv for t, c, tid in zip(low, content, tids)]
+    # a conditional, not `c and ...`: Cython miscompiles an `and` of a Python object and C booleans (setup.py)
+    novel = [(tid is None and t not in qv) if c else False for t, c, tid in zip(low, content, tids)]
     in_near = [(t in near_sets[i]) if c else True for t, c, i in zip(low, content, sent)]
     idf, idf_novel = index.idf_tfidf, index.idf_tfidf_novel
 
@@ -177,7 +178,7 @@ def token_block(output: str, analysis, spans=None, *, only_sentences=None) -> To
     V[:, 4] = [((idf[tid] if tid is not None else idf_novel) / idf_scale) if c else 0.0
                for c, tid in zip(content, tids)]
     V[:, 5] = in_near
-    V[:, 6] = [c and tid is not None and not nr for c, tid, nr in zip(content, tids, in_near)]
+    V[:, 6] = [(tid is not None and not nr) if c else False for c, tid, nr in zip(content, tids, in_near)]
     # bigram novelty between consecutive content tokens of one sentence
     cpos = [j for j, c in enumerate(content) if c]
     for a, b in zip(cpos, cpos[1:]):

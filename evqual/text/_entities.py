@@ -34,6 +34,7 @@ spaCy backend (``"spacy"``)
 
 from __future__ import annotations
 
+import importlib
 import re
 from typing import NamedTuple
 
@@ -218,7 +219,9 @@ def load_spacy(exclude: tuple, what: str, option: str):
     if key in _NLP_CACHE:
         return _NLP_CACHE[key]
     try:
-        import spacy
+        # importlib, not an import statement: a compiled module's `import` takes a None in sys.modules (a
+        # blocked import) for the module itself; importlib raises ImportError on both paths
+        spacy = importlib.import_module("spacy")
     except ImportError as exc:  # spaCy comes with the 'ner' extra
         raise MissingDependencyError(what, "ner", "spacy") from exc
     try:

@@ -19,6 +19,7 @@ True
 
 from __future__ import annotations
 
+import importlib
 import threading
 from functools import lru_cache
 
@@ -35,8 +36,9 @@ _LOCAL = threading.local()
 def stemmer_backend() -> str:
     """``"pystemmer"`` or ``"snowballstemmer"``: which build :func:`english_stemmer` uses."""
     try:
-        import Stemmer  # noqa: F401  (PyStemmer)
-
+        # importlib, not an import statement: a compiled module's `import` takes a None in sys.modules (a
+        # blocked import) for the module itself; importlib raises ImportError on both paths
+        importlib.import_module("Stemmer")  # PyStemmer
         return "pystemmer"
     except ImportError:
         return "snowballstemmer"
@@ -53,9 +55,7 @@ def english_stemmer():
     st = getattr(_LOCAL, "stemmer", None)
     if st is None:
         if stemmer_backend() == "pystemmer":
-            import Stemmer
-
-            st = Stemmer.Stemmer("english", 0)
+            st = importlib.import_module("Stemmer").Stemmer("english", 0)
         else:
             import snowballstemmer
 
