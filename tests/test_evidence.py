@@ -280,3 +280,36 @@ def test_a_name_in_a_long_unaligned_stretch_is_borrowed_not_a_swap():
 def test_a_name_in_the_same_short_slot_is_still_a_swap():
     assert ("name", "swap", "Bob", "Ana / Ruiz") in diffs("Bob Lane won the 2019 race in Lisbon.",
                                                           ["Ana Ruiz won the 2019 race in Lisbon."])
+
+
+# ---- the claim alignment's scatter (issue 41: 30k sentences x 20k passages) and claims by position
+@settings(max_examples=200, deadline=None)
+@given(n_units=st.integers(1, 40),
+       items=st.lists(st.tuples(st.floats(0.01, 9.0), st.sets(st.integers(0, 39), max_size=40)), max_size=30),
+       skip=st.one_of(st.none(), st.integers(0, 39)))
+def test_unit_scores_sum_alike_by_loop_and_by_bincount(n_units, items, skip):
+    from evqual.evidence import _engine
+
+    weights = np.array([w for w, _ in items])
+    present = [frozenset(u for u in us if u < n_units) for _, us in items]
+    arrays = [np.fromiter(us, dtype=np.intp, count=len(us)) for us in present]
+    saved = _engine._SCATTER_MIN
+    try:
+        _engine._SCATTER_MIN = 10 ** 9
+        by_loop = _engine._unit_scores(n_units, weights, present, arrays, skip)
+        _engine._SCATTER_MIN = -1
+        by_bincount = _engine._unit_scores(n_units, weights, present, arrays, skip)
+    finally:
+        _engine._SCATTER_MIN = saved
+    assert by_loop.tobytes() == by_bincount.tobytes()  # the same floats, to the last bit
+
+
+def test_claims_in_finds_the_claims_of_each_sentence():
+    text = "It opened in 1932, but it closed in 1990. Staff moved to Leeds. It reopened in 2001."
+    reading = EvidenceEngine().read(text, ["It opened in 1932 and closed in 1990."])
+    starts = [c.start for c in reading.claims]
+    for s, e in [(0, 41), (42, 63), (64, len(text)), (0, len(text)), (5, 6)]:
+        assert reading.claims_in(s, e) == [i for i, a in enumerate(starts) if s <= a < e]
+    reading = type(reading)(claims=reading.claims[::-1])  # out of order (built by hand): a scan, the same answer
+    starts = [c.start for c in reading.claims]
+    assert reading.claims_in(0, 41) == [i for i, a in enumerate(starts) if 0 <= a < 41]

@@ -277,3 +277,52 @@ def test_a_record_state_code_supports_the_state_name_and_weekday_plurals_are_not
                          output="The Copper Kettle is in Texas.", task_type="Data2txt")
     _, (an2,) = fz.analyze([other])
     assert [e.text for per in an2.unsupported_entities for e in per] == ["Texas"]
+
+
+def test_reasons_of_every_sentence_read_the_claims_once():
+    """Issue 41: `claim_reasons` scanned every claim of the answer for each sentence, quadratic in a long
+    answer (30,000 sentences: most of 449 s).  The claims of a sentence are now found by position."""
+    from evqual.explain import sentence_reasons
+    from evqual.features import EvidenceFeaturizer
+
+    output = " ".join(f"The bridge opened in {1900 + i} and the river rose by {i} feet." for i in range(60))
+    ex = make_example(query="q?", context=["The bridge opened in 1932.", "The river rose by 3 feet."],
+                      output=output, task_type="QA")
+    _, (an,) = EvidenceFeaturizer().fit([ex]).analyze([ex])
+
+    class Counted(list):
+        scans = 0
+
+        def __iter__(self):
+            Counted.scans += 1
+            return super().__iter__()
+
+    an.reading.claims = Counted(an.reading.claims)
+    assert len(an.reading.claims) >= 60
+    for i in range(len(an.offsets)):
+        sentence_reasons(ex, an, i)
+    assert Counted.scans <= 2  # the positions, listed once (was one scan per sentence)
+
+
+def test_entities_of_a_long_answer_search_the_text_once(monkeypatch):
+    """Issue 41: the entity finder searched the whole text for each sentence-initial word (quadratic: an
+    answer of 30,000 sentences); the text's words are now listed once."""
+    import re as real_re
+
+    from evqual.text import RegexEntityExtractor
+    from evqual.text import _entities
+
+    calls = []
+
+    class CountingRe:
+        def __getattr__(self, name):
+            return getattr(real_re, name)
+
+        def search(self, *args, **kwargs):
+            calls.append(args[0])
+            return real_re.search(*args, **kwargs)
+
+    monkeypatch.setattr(_entities, "re", CountingRe())
+    text = " ".join(f"Council Leaders met {i} times." for i in range(50))
+    assert [e.text for e in RegexEntityExtractor().extract(text)] == ["Council Leaders"] * 50
+    assert len(calls) == 0  # was one search of the whole text per sentence

@@ -179,3 +179,33 @@ def test_the_stop_words_are_scikit_learns():
 
     assert STOP_WORDS == frozenset(ENGLISH_STOP_WORDS)
     assert isinstance(STOP_WORDS, frozenset)
+
+
+# ---- whole-word lookups of the entity finder (issue 41: one scan of the text, not one per sentence)
+from hypothesis import example, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_LETTERS = st.sampled_from(list("aAbé_1 .,'-\n\u00e9\u0130Kk"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(_LETTERS, max_size=40), low=st.text(_LETTERS, min_size=1, max_size=5))
+@example(text="Yesterdays yesterday", low="yesterday")
+@example(text="an o'neil", low="o'neil")
+def test_lower_words_is_the_word_boundary_search(text, low):
+    import re
+
+    from evqual.text._entities import _LowerWords
+
+    seen = _LowerWords(text)
+    want = re.search(r"\b" + re.escape(low) + r"\b", text) is not None
+    assert seen(low) == want
+    assert seen(low) == want  # the second question reads the listed runs
+
+
+def test_entities_of_a_long_answer_equal_sentence_by_sentence():
+    """The runs listed once per text give what each sentence's own search gave: a sentence-initial word
+    the text writes in lower case elsewhere is not part of a name."""
+    text = "Yesterday Paris voted. " * 3 + "It rained yesterday. " + "Council Leaders met. " * 2
+    got = [e.text for e in RegexEntityExtractor().extract(text)]
+    assert got == ["Paris"] * 3 + ["Council Leaders"] * 2

@@ -211,7 +211,8 @@ def sentence_reasons(example, analysis, i: int, *, risk: float | None = None, ci
     if (sent["sent.structure.conflict.v1"][i] or sent["sent.structure.null.v1"][i]
             or sent["sent.structure.absent.v1"][i]):
         reading = getattr(analysis, "reading", None)
-        claims = [(c.start, c.end) for c in reading.claims if s <= c.start < e] if reading is not None else []
+        claims = ([(reading.claims[c].start, reading.claims[c].end) for c in reading.claims_in(s, e)]
+                  if reading is not None else [])
         out.extend(r for r in _field_reasons(output, s, e, index, claims)
                    if not (r.code == "FIELD_CONFLICT" and any(f.code == "FIELD_CONFLICT" for f in found)))
     if sent["sent.refusal.v1"][i] and index.n_chunks:
@@ -324,9 +325,8 @@ def claim_reasons(example, analysis, i: int, *, claim_risks=None, claim_threshol
         return []
     s, e = analysis.offsets[i]
     out: list[Reason] = []
-    for c_i, claim in enumerate(reading.claims):
-        if not s <= claim.start < e:
-            continue
+    for c_i in reading.claims_in(s, e):
+        claim = reading.claims[c_i]
         c_risk = float(claim_risks[c_i]) if claim_risks is not None and c_i < len(claim_risks) else None
         if c_risk is not None and claim_threshold is not None and c_risk < claim_threshold:
             continue

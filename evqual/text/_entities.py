@@ -128,6 +128,38 @@ def _is_special(word: str) -> bool:
     return any(c.isupper() for c in core[1:]) or (any(c.isdigit() for c in core) and any(c.isalpha() for c in core))
 
 
+_WORD_RUN_RE = re.compile(r"\w+")
+
+
+class _LowerWords:
+    """Whether a lower-case word stands in one text as a whole word: ``re.search(r"\\b" + re.escape(low) +
+    r"\\b", text)``, for one text and many words.
+
+    A word of word characters only matches where it is one of the text's
+    maximal runs of word characters, so the runs are listed once, on the
+    first question (one scan of the text instead of one per sentence: an
+    answer of 30,000 sentences made this quadratic); any other word is
+    searched for as before.
+
+    >>> seen = _LowerWords("The bridge, yesterday; then Yesterday. An o'neil x-ray.")
+    >>> seen("yesterday"), seen("yesterdays"), seen("o'neil"), seen("x"), seen("the")
+    (True, False, True, True, False)
+    """
+
+    __slots__ = ("text", "runs")
+
+    def __init__(self, text: str):
+        self.text = text
+        self.runs = None
+
+    def __call__(self, low: str) -> bool:
+        if not _WORD_RUN_RE.fullmatch(low):
+            return re.search(r"\b" + re.escape(low) + r"\b", self.text) is not None
+        if self.runs is None:
+            self.runs = frozenset(_WORD_RUN_RE.findall(self.text))
+        return low in self.runs
+
+
 class RegexEntityExtractor:
     """Capitalisation-based entity finder; see the module docstring for the rules.
 
@@ -142,14 +174,15 @@ class RegexEntityExtractor:
 
     def extract(self, text: str) -> list[Entity]:
         out: list[Entity] = []
+        lower_words = _LowerWords(text)
         for s_start, s_end in split_sentences(text):
-            out.extend(self._extract_sentence(text, s_start, s_end))
+            out.extend(self._extract_sentence(text, s_start, s_end, lower_words))
         return out
 
     def extract_batch(self, texts) -> list[list[Entity]]:
         return [self.extract(t) for t in texts]
 
-    def _extract_sentence(self, text: str, s_start: int, s_end: int) -> list[Entity]:
+    def _extract_sentence(self, text: str, s_start: int, s_end: int, lower_words) -> list[Entity]:
         ents: list[Entity] = []
         # a run is at the sentence start when only opening quotes, brackets, bullets or spaces precede it
         first_visible = _OPENERS_RUN_RE.match(text, s_start, s_end).end()
@@ -168,13 +201,13 @@ class RegexEntityExtractor:
                 words = [(w.start(), w.end(), w.group()) for w in _WORD_RE.finditer(text, m.start(), m.end())]
             pieces = _split_and(words) if " and " in group or "&" in group else [words]
             for p_i, piece in enumerate(pieces):
-                ent = self._entity(text, piece, at_start and p_i == 0)
+                ent = self._entity(lower_words, piece, at_start and p_i == 0)
                 if ent is not None:
                     ents.append(ent)
         return ents
 
     @staticmethod
-    def _entity(text: str, words, at_start: bool):
+    def _entity(lower_words, words, at_start: bool):
         """The entity of one run of words (leading determiners and stop words, trailing connectors trimmed)."""
         lo, hi = 0, len(words)
         while lo < hi and (words[lo][2].lower() in _LEADING_DROP or words[lo][2].lower() in STOP_WORDS):
@@ -184,8 +217,7 @@ class RegexEntityExtractor:
             hi -= 1
         words = words[lo:hi]
         if at_start and len(words) > 1 and not _is_special(words[0][2]) and (
-                words[0][2].lower() in _SENTENCE_OPENERS
-                or re.search(r"\b" + re.escape(words[0][2].lower()) + r"\b", text) is not None):
+                words[0][2].lower() in _SENTENCE_OPENERS or lower_words(words[0][2].lower())):
             words = words[1:]  # "Yesterday Paris": the first word is capitalised by its position
             at_start = False
             while words and (words[0][2].lower() in _CONNECTORS or words[0][2].lower() in STOP_WORDS):
@@ -200,7 +232,7 @@ class RegexEntityExtractor:
             if at_start and not _is_special(w):
                 return None
         start, end = words[0][0], words[-1][1]
-        trimmed = _POSSESSIVE_RE.sub("", text[start:end]).rstrip(".-&")
+        trimmed = _POSSESSIVE_RE.sub("", lower_words.text[start:end]).rstrip(".-&")
         if trimmed:
             return Entity(start, start + len(trimmed), trimmed, "ENT")
         return None
