@@ -332,21 +332,42 @@ print(json.dumps({"import": t1 - t0, "load": t2 - t1}))
 """
 
 
+_SCORER_SCRIPT = """
+import json, sys, time
+t0 = time.perf_counter()
+from evqual.scoring import Scorer
+t1 = time.perf_counter()
+Scorer.load(sys.argv[1] if len(sys.argv) > 1 else None)
+t2 = time.perf_counter()
+print(json.dumps({"import": t1 - t0, "load": t2 - t1, "sklearn": "sklearn" in sys.modules}))
+"""
+
+
 def bench_startup(model=None, *, repeat: int = 10, load_repeat: int = 5) -> dict:
     """Start-up times, each the median of fresh processes: ``evqual --version``, importing
-    :mod:`evqual.models`, and :meth:`Detector.load` of ``model`` (default: models/default).
+    :mod:`evqual.models` and :meth:`Detector.load` of ``model`` (default: models/default), importing
+    :mod:`evqual.scoring` and :meth:`Scorer.load`, and a one-line ``evqual score`` end to end.
 
     ``version_s`` is the wall time of ``python -m evqual --version`` (what the
     ``evqual`` script runs) from spawn to exit; ``python_s`` the same for
     ``python -c pass``, the interpreter's own floor.  ``import_s`` and
     ``load_s`` are timed inside a fresh process: ``from evqual.models import
-    Detector`` then ``Detector.load()`` (every check of the trust model).
+    Detector`` then ``Detector.load()`` (the full load: scikit-learn's
+    objects, every check of the trust model).  ``scorer_import_s`` and
+    ``scorer_load_s``: ``from evqual.scoring import Scorer`` then
+    ``Scorer.load()`` (the lean load, no scikit-learn; the same checks);
+    ``scorer_imports_sklearn`` says whether that process imported it.
+    ``score_one_line_s``: ``python -m evqual score`` of a one-line JSONL file
+    from spawn to exit.
 
     Examples
     --------
     >>> r = bench_startup(repeat=1, load_repeat=1)
-    >>> sorted(k for k in r if k.endswith("_s"))
-    ['import_and_load_s', 'import_s', 'load_s', 'python_s', 'version_s']
+    >>> sorted(k for k in r if k.endswith("_s"))  # doctest: +NORMALIZE_WHITESPACE
+    ['import_and_load_s', 'import_s', 'load_s', 'python_s', 'score_one_line_s', 'scorer_import_and_load_s',
+     'scorer_import_s', 'scorer_load_s', 'version_s']
+    >>> r["scorer_imports_sklearn"]
+    False
     """
     import statistics
     import subprocess
@@ -359,16 +380,35 @@ def bench_startup(model=None, *, repeat: int = 10, load_repeat: int = 5) -> dict
 
     python = [wall([sys.executable, "-c", "pass"]) for _ in range(repeat)]
     version = [wall([sys.executable, "-m", "evqual", "--version"]) for _ in range(repeat)]
-    runs = []
-    argv = [sys.executable, "-c", _LOAD_SCRIPT] + ([str(model)] if model is not None else [])
-    for _ in range(load_repeat):
-        out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
-        runs.append(json.loads(out.strip().splitlines()[-1]))
+    def timed(script) -> list:
+        runs = []
+        argv = [sys.executable, "-c", script] + ([str(model)] if model is not None else [])
+        for _ in range(load_repeat):
+            out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+            runs.append(json.loads(out.strip().splitlines()[-1]))
+        return runs
+
+    runs, scorer = timed(_LOAD_SCRIPT), timed(_SCORER_SCRIPT)
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        line = os.path.join(tmp, "one.jsonl")
+        with open(line, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps({"id": "1", "query": "When did the bridge open?", "context": "The bridge opened in "
+                                 "1932 after four years of work.", "output": "The bridge opened in 1932."}) + "\n")
+        argv = [sys.executable, "-m", "evqual", "score", line, "--out", os.path.join(tmp, "out.jsonl"),
+                "--no-progress"] + (["--model", str(model)] if model is not None else [])
+        one_line = [wall(argv) for _ in range(load_repeat)]
     med = statistics.median
     return {"model": str(model) if model is not None else "models/default", "repeat": repeat,
             "load_repeat": load_repeat, "python_s": round(med(python), 3), "version_s": round(med(version), 3),
             "import_s": round(med(r["import"] for r in runs), 3), "load_s": round(med(r["load"] for r in runs), 3),
             "import_and_load_s": round(med(r["import"] + r["load"] for r in runs), 3),
+            "scorer_import_s": round(med(r["import"] for r in scorer), 3),
+            "scorer_load_s": round(med(r["load"] for r in scorer), 3),
+            "scorer_import_and_load_s": round(med(r["import"] + r["load"] for r in scorer), 3),
+            "scorer_imports_sklearn": any(r["sklearn"] for r in scorer),
+            "score_one_line_s": round(med(one_line), 3),
             "cpu_count": os.cpu_count(), "python": platform.python_version(),
             # other processes slow every number down; the 1-minute load average when the run ended says how much
             "load_average_1min": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None}

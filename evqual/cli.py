@@ -159,7 +159,8 @@ def _load_model(args, command):
     from .models import ModelLoadError, default_model_path, load_detector
 
     try:
-        return load_detector(Path(args.model) if args.model else default_model_path(), sha256=args.model_sha256)
+        return load_detector(Path(args.model) if args.model else default_model_path(), sha256=args.model_sha256,
+                             lean=True)
     except (ModelLoadError, MissingDependencyError) as exc:
         print(f"evqual {command}: error: cannot load model: {' '.join(str(exc).split())}", file=sys.stderr)
         return None

@@ -6,7 +6,7 @@
     python scripts/bench.py stages --data ../shared/data/ragtruth --json bench_stages.json
     python scripts/bench.py fit --data ../shared/data/ragtruth --json bench_fit.json
     python scripts/bench.py sizes --json docs/bench/sizes.json   # very long answers and contexts
-    python scripts/bench.py startup --json docs/bench/startup.json   # evqual --version, import, model load
+    python scripts/bench.py startup --json docs/bench/startup.json   # evqual --version, import, model load, 1-line score
     python scripts/bench.py batch --data ../shared/data/ragtruth --json docs/bench/batch.json  # 1 and 2 workers
     python scripts/bench.py trees --json docs/bench/trees.json   # numpy tree walker against scikit-learn
 
@@ -59,8 +59,9 @@ def main(argv=None) -> int:
     sz.add_argument("--cases", default=None, help="comma-separated subset of the cases (default: all)")
     sz.add_argument("--timeout", type=float, default=900.0, help="seconds after which a case is stopped")
     sz.add_argument("--max-rss-gb", type=float, default=16.0, help="resident memory at which a case is stopped")
-    su = sub.add_parser("startup", help="`evqual --version`, `import evqual.models` and Detector.load() "
-                                        "wall times (medians of fresh processes)")
+    su = sub.add_parser("startup", help="`evqual --version`, `import evqual.models` and Detector.load(), "
+                                        "`import evqual.scoring` and Scorer.load() (lean), and a one-line "
+                                        "`evqual score` wall times (medians of fresh processes)")
     su.add_argument("--model", default=None, help="model folder (default: models/default)")
     su.add_argument("--json", required=True, help="where to write the result JSON")
     su.add_argument("--repeat", type=int, default=10, help="runs of `evqual --version` (default 10)")

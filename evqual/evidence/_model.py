@@ -29,8 +29,7 @@ import hashlib
 import random
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.validation import check_is_fitted
+from .._estimator import BaseEstimator, ClassifierMixin, check_is_fitted
 
 from ._engine import CLAIM_FEATURES, EvidenceEngine
 from ._transforms import flip_claim, preserve_claim, transform_evidence

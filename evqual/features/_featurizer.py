@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.utils.validation import check_is_fitted
 
+from .._estimator import BaseEstimator, TransformerMixin, check_is_fitted
 from ..data import Example, LoadResult, make_example
 from ..data import response_label, sentence_targets
 from ..evidence import EvidenceEngine
@@ -46,10 +46,7 @@ def as_examples(X) -> list[Example]:
     """
     if isinstance(X, LoadResult):
         return list(X.examples)
-    try:
-        import pandas as pd
-    except ImportError:  # pragma: no cover
-        pd = None
+    pd = sys.modules.get("pandas")  # a DataFrame exists only once pandas is imported (scoring imports none)
     if pd is not None and isinstance(X, pd.DataFrame):
         missing = [c for c in ("context", "output") if c not in X.columns]
         if missing:

@@ -50,6 +50,7 @@ import json
 import math
 import os
 import stat
+import sys
 import struct
 import zipfile
 import zlib
@@ -759,13 +760,20 @@ def audit_objects(root, model_path, *, templates=None) -> None:
     ModelLoadError
         Naming the file and the attribute path.
     """
-    from sklearn.ensemble._forest import BaseForest
-    from sklearn.ensemble._gb import BaseGradientBoosting
-    from sklearn.ensemble._hist_gradient_boosting.gradient_boosting import BaseHistGradientBoosting
-    from sklearn.ensemble._hist_gradient_boosting.predictor import TreePredictor
-    from sklearn.feature_extraction.text import TfidfVectorizer
-    from sklearn.tree import BaseDecisionTree
-    from sklearn.tree._tree import Tree
+    from . import _lean
+
+    # scikit-learn's classes where scikit-learn is imported (an object of one exists only then), and the lean
+    # load's stand-ins for them (which import none of it)
+    BaseForest = _sk_class("sklearn.ensemble._forest", "BaseForest")
+    BaseGradientBoosting = _sk_class("sklearn.ensemble._gb", "BaseGradientBoosting")
+    BaseHistGradientBoosting = (_sk_class("sklearn.ensemble._hist_gradient_boosting.gradient_boosting",
+                                          "BaseHistGradientBoosting"), _lean.HistGradientBoostingClassifier)
+    TreePredictor = (_sk_class("sklearn.ensemble._hist_gradient_boosting.predictor", "TreePredictor"),
+                     _lean.TreePredictor)
+    TfidfVectorizer = (_sk_class("sklearn.feature_extraction.text", "TfidfVectorizer"),
+                       _lean.CompactTfidfVectorizer)
+    BaseDecisionTree = _sk_class("sklearn.tree._classes", "BaseDecisionTree")
+    Tree = _sk_class("sklearn.tree._tree", "Tree")
 
     def fail(where, problem):
         return ModelLoadError(f"{model_path}: {where}: {problem}; refusing to load")
@@ -816,7 +824,7 @@ def audit_objects(root, model_path, *, templates=None) -> None:
             _check_hgb(obj, _n_features(obj, where, fail), where, fail, checked)
         if isinstance(obj, TfidfVectorizer) and "vocabulary_" in vars(obj):
             _check_vocabulary(obj, where, fail)
-        if hasattr(obj, "__dict__") and type(obj).__module__.split(".")[0] in ("evqual", "sklearn"):
+        if hasattr(obj, "__dict__") and (type(obj).__module__.split(".")[0] in ("evqual", "sklearn")):
             _check_shapes(obj, where, fail)
             if templates is not None and id(obj) in templates:
                 _check_params(obj, templates[id(obj)], where, fail)
@@ -830,6 +838,17 @@ def audit_objects(root, model_path, *, templates=None) -> None:
     loose = [w for i, w in seen_trees.items() if i not in checked]
     if loose:
         raise fail(loose[0], "a tree outside the estimator that owns it")
+
+
+class _Never:
+    """A class no object is an instance of (a scikit-learn class whose module is not imported)."""
+
+
+def _sk_class(module: str, name: str) -> type:
+    """``module.name`` when ``module`` is imported, else :class:`_Never`: an object of a scikit-learn class
+    exists only once its module is, so an ``isinstance`` test needs no import (a lean load imports none)."""
+    mod = sys.modules.get(module)
+    return getattr(mod, name) if mod is not None else _Never
 
 
 def _check_finite_array(arr: np.ndarray, where: str, fail) -> None:
@@ -962,8 +981,10 @@ def _check_gb(est, where, fail) -> None:
 
 def _check_hgb(est, n_features: int, where: str, fail, checked: set) -> None:
     """The ``TreePredictor`` node arrays of a HistGradientBoosting estimator, and its baseline."""
-    from sklearn.ensemble._hist_gradient_boosting.predictor import TreePredictor
+    from ._lean import HistGradientBoostingClassifier as LeanHGB, TreePredictor as LeanTree
 
+    TreePredictor = LeanTree if isinstance(est, LeanHGB) else _sk_class(
+        "sklearn.ensemble._hist_gradient_boosting.predictor", "TreePredictor")
     predictors = vars(est).get("_predictors")
     k = vars(est).get("n_trees_per_iteration_")
     if not isinstance(predictors, list) or isinstance(k, bool) or not isinstance(k, int) or k < 1:
@@ -989,7 +1010,7 @@ def _check_hgb(est, n_features: int, where: str, fail, checked: set) -> None:
 
 
 def _check_predictor(pred, n_features: int, where: str, fail) -> None:
-    from sklearn.ensemble._hist_gradient_boosting.common import PREDICTOR_RECORD_DTYPE
+    from ._packed import HGB_NODE_DTYPE as PREDICTOR_RECORD_DTYPE
 
     nodes = vars(pred).get("nodes")
     if not isinstance(nodes, np.ndarray) or nodes.dtype != PREDICTOR_RECORD_DTYPE or nodes.ndim != 1 or \
@@ -1023,10 +1044,12 @@ def _check_vocabulary(vec, where, fail) -> None:
 
 def _check_shapes(obj, where, fail) -> None:
     """Shape agreement of the arrays of the estimators evqual saves (numpy checks the rest)."""
-    from sklearn.dummy import DummyClassifier
-    from sklearn.isotonic import IsotonicRegression
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.preprocessing import StandardScaler
+    from ._lean import LogisticRegression as LeanLR
+
+    DummyClassifier = _sk_class("sklearn.dummy", "DummyClassifier")
+    IsotonicRegression = _sk_class("sklearn.isotonic", "IsotonicRegression")
+    LogisticRegression = (_sk_class("sklearn.linear_model._logistic", "LogisticRegression"), LeanLR)
+    StandardScaler = _sk_class("sklearn.preprocessing._data", "StandardScaler")
 
     attrs = vars(obj)
     if isinstance(obj, LogisticRegression) and "coef_" in attrs:
@@ -1130,25 +1153,29 @@ def templates_for(model, fresh) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------- loading
-def _construct(zf: zipfile.ZipFile, data: bytes, model_path: Path, root, trusted):
+def _construct(zf: zipfile.ZipFile, data: bytes, model_path: Path, root, trusted, lean: bool = False):
     """Steps 3 and 4: the schema audit and skops for a skops file; :func:`load_packed` (which checks as it
-    builds) for an evqual packed file."""
+    builds) for an evqual packed file (``lean``: with :mod:`evqual.models._lean`'s stand-ins)."""
+    from ._packed import NotLean
+
     try:
         if is_packed(zf.namelist()):
             return load_packed(zf, model_path, trusted=trusted, root=root, max_graph_bytes=MAX_SCHEMA_BYTES,
-                               max_nodes=MAX_SCHEMA_NODES, max_depth=MAX_SCHEMA_DEPTH)
+                               max_nodes=MAX_SCHEMA_NODES, max_depth=MAX_SCHEMA_DEPTH, lean=lean)
+        if lean:
+            raise NotLean("a skops file")
         import skops.io as sio
 
         found = _audit_schema(zf, model_path, root, trusted)
         return sio.load(io.BytesIO(data), trusted=sorted(found))
-    except (ModelLoadError, MemoryError):
+    except (ModelLoadError, MemoryError, NotLean):
         raise
     except Exception as exc:  # noqa: BLE001 - anything skops or a constructor raises on a malformed file
         raise ModelLoadError(f"{model_path}: cannot be loaded ({type(exc).__name__}: {_oneline(exc)}); "
                              f"refusing to load") from None
 
 
-def load_audited(data: bytes, model_path, *, root=None, trusted=None, prepare=None):
+def load_audited(data: bytes, model_path, *, root=None, trusted=None, prepare=None, lean: bool = False):
     """Audit the zip and its schema, construct with skops trusting exactly the types found, audit the objects.
 
     Parameters
@@ -1165,16 +1192,21 @@ def load_audited(data: bytes, model_path, *, root=None, trusted=None, prepare=No
         ``prepare(obj)`` checks the built root's own attributes (raising
         :class:`ModelLoadError`) and returns the :func:`templates_for` pairs of
         its estimators, or ``None``; it runs before :func:`audit_objects`.
+    lean : bool, default=False
+        Build scikit-learn's objects as :mod:`evqual.models._lean`'s stand-ins
+        (a packed file only; every check is the same).
 
     Raises
     ------
     ModelLoadError
+    evqual.models._packed.NotLean
+        With ``lean``, when the file holds a type without a stand-in.
     """
     model_path = Path(model_path)
     try:
         zf = _open_zip(data, model_path)
         try:
-            obj = _construct(zf, data, model_path, root or _ROOT_TYPE, trusted or TRUSTED_TYPES)
+            obj = _construct(zf, data, model_path, root or _ROOT_TYPE, trusted or TRUSTED_TYPES, lean)
         finally:
             zf.close()
         try:

@@ -19,12 +19,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.calibration import CalibratedClassifierCV
-from sklearn.frozen import FrozenEstimator
-from sklearn.metrics import f1_score, make_scorer, precision_score, recall_score
-from sklearn.model_selection import FixedThresholdClassifier, StratifiedGroupKFold, TunedThresholdClassifierCV
-from sklearn.utils.metaestimators import available_if
+from .._estimator import BaseEstimator, ClassifierMixin, available_if
 
 from ._fasttrees import fast_calibrate, fast_decision, fast_proba
 from ._frame import CLAIM, TOK, FrameBuilder
@@ -49,6 +44,8 @@ def seed002_objective(y_true, y_pred) -> float:
     |precision - recall| - 0.25)``.  Seed 002 does not publish its constants;
     these are ours.
     """
+    from sklearn.metrics import f1_score, precision_score, recall_score
+
     p = precision_score(y_true, y_pred, zero_division=0)
     r = recall_score(y_true, y_pred, zero_division=0)
     f = f1_score(y_true, y_pred, zero_division=0)
@@ -57,7 +54,6 @@ def seed002_objective(y_true, y_pred) -> float:
 
 _GRIDS = {"f1": np.round(np.arange(0.01, 0.99 + 1e-9, 0.005), 4),
           "seed002": np.round(np.arange(0.20, 0.80 + 1e-9, 0.005), 4)}
-_SCORERS = {"f1": "f1", "seed002": make_scorer(seed002_objective)}
 _SPAN_GRID = np.round(np.arange(0.05, 0.90 + 1e-9, 0.025), 4)
 _SPAN_GATES = (0.02, 0.05, 0.1, 0.15, 0.2, 0.3)
 
@@ -532,7 +528,11 @@ def tune_threshold(estimator, X, y, rule: str = "f1"):
     """Tune the decision threshold of a fitted ``estimator`` on ``(X, y)``; return the tuned classifier."""
     if rule not in THRESHOLD_RULES:
         raise ValueError(f"threshold rule must be one of {THRESHOLD_RULES}; got {rule!r}")
-    tuned = TunedThresholdClassifierCV(estimator, scoring=_SCORERS[rule], thresholds=_GRIDS[rule], cv="prefit",
+    from sklearn.metrics import make_scorer
+    from sklearn.model_selection import TunedThresholdClassifierCV
+
+    scoring = {"f1": "f1", "seed002": make_scorer(seed002_objective)}[rule]
+    tuned = TunedThresholdClassifierCV(estimator, scoring=scoring, thresholds=_GRIDS[rule], cv="prefit",
                                        refit=False, response_method="predict_proba")
     return tuned.fit(X, np.asarray(y).astype(int))
 
@@ -554,7 +554,7 @@ class grouped_folds:  # noqa: N801 - behaves like a splitter class
         self.n_splits, self.random_state = n_splits, random_state
 
     def split(self, X, strata, groups):
-        from sklearn.model_selection import GroupKFold
+        from sklearn.model_selection import GroupKFold, StratifiedGroupKFold
 
         try:
             return list(StratifiedGroupKFold(n_splits=self.n_splits, shuffle=True,
@@ -953,6 +953,10 @@ class Detector:
 
         ``floor_frames``: the rows whose check firings set the floors; ``train_oof``: ``(training frame,
         its out-of-fold sentence risks)`` for binding floors, or ``None``."""
+        from sklearn.calibration import CalibratedClassifierCV
+        from sklearn.frozen import FrozenEstimator
+        from sklearn.model_selection import FixedThresholdClassifier
+
         y_val = val["label"].astype(int).to_numpy()
         frozen = FrozenEstimator(self.model_)
         if self.calibration == "none":

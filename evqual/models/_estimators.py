@@ -13,11 +13,7 @@
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
-from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.model_selection import GroupKFold
-from sklearn.utils.validation import check_is_fitted
-
+from .._estimator import BaseEstimator, ClassifierMixin, TransformerMixin, check_is_fitted
 from ..features import feature_spec
 from ._fasttrees import fast_proba
 from ._frame import CLAIM, OUTPUT, SENT, TEXT
@@ -25,6 +21,22 @@ from ._frame import CLAIM, OUTPUT, SENT, TEXT
 __all__ = ["CompactTfidfVectorizer", "FeatureSelector", "TextColumn", "SentenceMaxClassifier",
            "StackedEvidenceClassifier", "RULES", "aggregate_sentence_risks", "AGGREGATE_NAMES",
            "aggregate_claim_risks", "CLAIM_AGGREGATE_NAMES", "SENTENCE_CLAIM_NAMES", "sentence_claim_risks"]
+
+
+def __getattr__(name: str):
+    # CompactTfidfVectorizer derives from scikit-learn's TfidfVectorizer: it is imported when first asked for
+    # (saved models name it here), so that scoring imports no scikit-learn
+    if name == "CompactTfidfVectorizer":
+        from ._tfidf import CompactTfidfVectorizer
+
+        return CompactTfidfVectorizer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _clone(est):
+    from sklearn.base import clone
+
+    return clone(est)
 
 
 def _family(name: str) -> str | None:
@@ -152,64 +164,6 @@ def decode_vocabulary(data, offsets) -> dict:
     if len(vocab) != len(bounds) - 1:
         raise ValueError("vocabulary_utf8_ holds a term twice")
     return vocab
-
-
-class CompactTfidfVectorizer(TfidfVectorizer):
-    """:class:`~sklearn.feature_extraction.text.TfidfVectorizer` that drops ``stop_words_`` after fitting.
-
-    ``stop_words_`` lists every term pruned by ``min_df``/``max_features``
-    (hundreds of thousands of n-grams); it is only there for inspection, and
-    scikit-learn's documentation suggests deleting it before saving a model.
-
-    Saved (``__getstate__``, what pickle and skops store), the ``vocabulary_``
-    dict becomes two flat arrays: ``vocabulary_utf8_``, the UTF-8 bytes of the
-    terms in column order (``uint8``), and ``vocabulary_offsets_``, where each
-    term starts and ends in them (``int64``, ``n_terms + 1`` values).  A dict
-    of 50,000 terms is 100,000 skops nodes to audit and construct; two arrays
-    are two.  ``__setstate__`` validates them (offsets from 0 to the end, never
-    decreasing; valid UTF-8; unique terms) and rebuilds the same dict; a state
-    holding the dict itself (models saved before) is read as it is.
-
-    >>> vec = CompactTfidfVectorizer().fit(["a red apple", "a green apple"])
-    >>> state = vec.__getstate__()
-    >>> "vocabulary_" in state, state["vocabulary_offsets_"].tolist()
-    (False, [0, 5, 10, 13])
-    >>> clone = CompactTfidfVectorizer.__new__(CompactTfidfVectorizer)
-    >>> clone.__setstate__(state)
-    >>> clone.vocabulary_ == vec.vocabulary_
-    True
-    """
-
-    def __getstate__(self):
-        state = super().__getstate__()
-        vocab = state.get("vocabulary_")
-        if isinstance(vocab, dict):
-            state = dict(state)
-            del state["vocabulary_"]
-            state["vocabulary_utf8_"], state["vocabulary_offsets_"] = encode_vocabulary(vocab)
-        return state
-
-    def __setstate__(self, state):
-        if "vocabulary_utf8_" in state or "vocabulary_offsets_" in state:
-            state = dict(state)
-            state["vocabulary_"] = decode_vocabulary(state.pop("vocabulary_utf8_", None),
-                                                     state.pop("vocabulary_offsets_", None))
-        super().__setstate__(state)
-
-    def _compact(self):
-        self.stop_words_ = None
-        # plain ints: skops stores each numpy scalar as a file of its own
-        self.vocabulary_ = {term: int(i) for term, i in self.vocabulary_.items()}
-
-    def fit(self, raw_documents, y=None):
-        super().fit(raw_documents, y)
-        self._compact()
-        return self
-
-    def fit_transform(self, raw_documents, y=None):
-        X = super().fit_transform(raw_documents, y)
-        self._compact()
-        return X
 
 
 # ---------------------------------------------------------------- sentence rules (seed 004)
@@ -379,7 +333,7 @@ class SentenceMaxClassifier(ClassifierMixin, BaseEstimator):
                                  "labels, which come from the spans of hallucinated answers ('spans' in the generic "
                                  "JSONL), and the data have none; use a response-level method (evqual and "
                                  "evqual-meta fall back to one by themselves).")
-            self.estimator_ = clone(self.estimator).fit(V[keep], ys[keep])
+            self.estimator_ = _clone(self.estimator).fit(V[keep], ys[keep])
         return self
 
     def sentence_proba(self, X, *, extra=None) -> list[np.ndarray]:
@@ -531,7 +485,7 @@ class StackedEvidenceClassifier(ClassifierMixin, BaseEstimator):
         y = np.concatenate(ys)
         if len(np.unique(y)) < 2:
             return None
-        return clone(self.claim_estimator).fit(np.vstack(Xs), y, sample_weight=np.concatenate(ws))
+        return _clone(self.claim_estimator).fit(np.vstack(Xs), y, sample_weight=np.concatenate(ws))
 
     @staticmethod
     def _claim_risks_of(model, blocks) -> list[np.ndarray]:
@@ -561,6 +515,8 @@ class StackedEvidenceClassifier(ClassifierMixin, BaseEstimator):
         self.response_columns_ = select_names(X.columns, self.families, self.include_metadata)
         groups = X["source_id"].to_numpy() if "source_id" in X.columns else np.arange(len(X))
         n_groups = len(np.unique(groups))
+        from sklearn.model_selection import GroupKFold
+
         folds = list(GroupKFold(n_splits=self.cv).split(X, y, groups)) if n_groups >= self.cv else []
         # 1. claims: out-of-fold risks of the training responses, then a model on all of them
         claim_oof = None
@@ -586,9 +542,9 @@ class StackedEvidenceClassifier(ClassifierMixin, BaseEstimator):
             for i, r in zip(te, m.sentence_proba(X.iloc[te], extra=[extra[i] for i in te] if extra else None)):
                 oof[i] = r
             for j, (_, est) in enumerate(self.text_estimators):
-                text_oof[te, j] = clone(est).fit(X.iloc[tr], y[tr]).predict_proba(X.iloc[te])[:, 1]
+                text_oof[te, j] = _clone(est).fit(X.iloc[tr], y[tr]).predict_proba(X.iloc[te])[:, 1]
         self.sentence_model_ = self._sentence_model().fit(X, y, extra=extra)
-        self.text_models_ = [clone(est).fit(X, y) for _, est in self.text_estimators]
+        self.text_models_ = [_clone(est).fit(X, y) for _, est in self.text_estimators]
         if any(r is None for r in oof):
             oof = self.sentence_model_.sentence_proba(X, extra=extra)
             text_oof = self._text_risks(X)
@@ -597,7 +553,7 @@ class StackedEvidenceClassifier(ClassifierMixin, BaseEstimator):
         self.oof_claim_risks_ = claim_oof
         # 4. the response model
         claim_names = list(CLAIM_AGGREGATE_NAMES) if claim_oof is not None else []
-        response = clone(self.response_estimator)
+        response = _clone(self.response_estimator)
         if self.monotonic_checks and "monotonic_cst" in response.get_params():
             from ..evidence import aggregate_constraints
 

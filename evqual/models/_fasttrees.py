@@ -21,25 +21,60 @@ estimator with categorical splits falls back to scikit-learn.
 from __future__ import annotations
 
 import math
+import sys
 import weakref
 
 import numpy as np
-from scipy.special import expit
-from sklearn.ensemble import HistGradientBoostingClassifier
-from sklearn.calibration import _SigmoidCalibration
-from sklearn.linear_model import LogisticRegression
-from sklearn.pipeline import Pipeline
+
+from ._lean import LeanObject
 
 __all__ = ["hgb_proba", "fast_proba", "fast_decision", "fast_calibrate"]
 
 _CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
+def expit(z) -> np.ndarray:
+    """``scipy.special.expit``: ``1 / (1 + exp(-z))`` with the C library's ``exp``, element by element.
+
+    scipy computes each element with the same formula and the same ``exp``,
+    so the floats are the same to the last bit (``tests/test_lean.py`` checks
+    half a million values, infinities, NaN and the overflow edges); importing
+    ``scipy.special`` alone took 0.1-0.2 s of a scoring process's start.
+
+    >>> expit(np.array([0.0, 2.0, -800.0])).tolist()
+    [0.5, 0.8807970779778823, 0.0]
+    """
+    z = np.asarray(z, dtype=np.float64)
+    exp = math.exp
+    out = []
+    for v in z.ravel().tolist():
+        try:
+            out.append(1.0 / (1.0 + exp(-v)))
+        except OverflowError:  # exp(-v) past the largest float: C gives inf, and 1 / inf is 0
+            out.append(0.0)
+    return np.array(out, dtype=np.float64).reshape(z.shape)
+
+
+def _is(obj, module: str, name: str) -> bool:
+    """``isinstance(obj, module.name)`` without importing ``module``: an object of a scikit-learn class exists
+    only once its module is imported (scoring imports no scikit-learn, issue 41); a lean load's stand-in
+    (:mod:`evqual.models._lean`) is one of the class it stands in for."""
+    if isinstance(obj, LeanObject):
+        full = f"{module}.{name}"
+        return type(obj).stands_for == full or getattr(type(obj), "also", None) == full
+    mod = sys.modules.get(module)
+    return mod is not None and isinstance(obj, getattr(mod, name))
+
+
+def _is_hgb(est) -> bool:
+    return _is(est, "sklearn.ensemble._hist_gradient_boosting.gradient_boosting", "HistGradientBoostingClassifier")
+
+
 class _Compiled:
     __slots__ = ("feature", "threshold", "left", "right", "leaf", "value", "missing_left", "roots", "baseline",
                  "depth", "left_loop", "right_loop", "threshold_loop", "feature_loop", "missing_loop")
 
-    def __init__(self, est: HistGradientBoostingClassifier):
+    def __init__(self, est):
         feats, thr, left, right, leaf, value, miss, roots = [], [], [], [], [], [], [], []
         offset, depth = 0, 0
         for (pred,) in est._predictors:
@@ -132,11 +167,11 @@ def _compiled(est):
 
 
 def _compilable(est) -> bool:
-    return (isinstance(est, HistGradientBoostingClassifier) and len(getattr(est, "classes_", ())) == 2
+    return (_is_hgb(est) and len(getattr(est, "classes_", ())) == 2
             and getattr(est, "is_categorical_", None) is None)
 
 
-def hgb_proba(est: HistGradientBoostingClassifier, X) -> np.ndarray:
+def hgb_proba(est, X) -> np.ndarray:
     """``est.predict_proba(X)`` for a fitted binary HistGradientBoostingClassifier, all trees at once.
 
     Equal to scikit-learn's result bit for bit; rows are walked
@@ -156,9 +191,8 @@ def hgb_proba(est: HistGradientBoostingClassifier, X) -> np.ndarray:
 
 
 def _lean_tfidf_ok(vec) -> bool:
-    from sklearn.feature_extraction.text import TfidfVectorizer
-
-    return (isinstance(vec, TfidfVectorizer) and vec.norm == "l2" and vec.use_idf and vec.binary is False
+    return (_is(vec, "sklearn.feature_extraction.text", "TfidfVectorizer")
+            and (not isinstance(vec, LeanObject) or vec.analyser_supported()) and vec.norm == "l2" and vec.use_idf and vec.binary is False
             and vec.dtype in (np.float64, float) and hasattr(vec, "idf_"))
 
 
@@ -266,7 +300,8 @@ def fast_proba(est, X) -> np.ndarray:
 def _pipeline_linear_score(est, X):
     """The linear score of a pipeline ``[..., step, binary LogisticRegression]`` summed row by row in a
     fixed order (``None`` for any other estimator)."""
-    if not (isinstance(est, Pipeline) and len(est.steps) >= 2 and isinstance(est.steps[-1][1], LogisticRegression)):
+    if not (_is(est, "sklearn.pipeline", "Pipeline") and len(est.steps) >= 2
+            and _is(est.steps[-1][1], "sklearn.linear_model._logistic", "LogisticRegression")):
         return None
     lr = est.steps[-1][1]
     if len(lr.classes_) != 2:
@@ -295,11 +330,18 @@ def fast_decision(est, X) -> np.ndarray:
     return np.asarray(est.decision_function(X), dtype=float).ravel()
 
 
+def _is_sigmoid(cal) -> bool:
+    if isinstance(cal, LeanObject):
+        return type(cal).stands_for == "sklearn.calibration._SigmoidCalibration"
+    mod = sys.modules.get("sklearn.calibration")
+    return mod is not None and type(cal) is mod._SigmoidCalibration
+
+
 def fast_calibrate(cal, score) -> np.ndarray:
     """``cal.predict(score)``: for Platt's sigmoid (``_SigmoidCalibration``) on a 1-d float64 array, its
     formula without scikit-learn's input validation (the same floats; the validation alone took about
     0.1 ms a call); any other calibrator or input goes to its own ``predict``."""
-    if type(cal) is _SigmoidCalibration and isinstance(score, np.ndarray) and score.ndim == 1 \
+    if _is_sigmoid(cal) and isinstance(score, np.ndarray) and score.ndim == 1 \
             and score.dtype == np.float64:
         return expit(-(cal.a_ * score + cal.b_))
     return cal.predict(score)

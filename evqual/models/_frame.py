@@ -113,6 +113,12 @@ class _Block:
         return self.values if dtype is None else self.values.astype(dtype, copy=False)
 
 
+def _int64_labels(labels):
+    import pandas as pd
+
+    return pd.array(labels, dtype="Int64")
+
+
 class LiteFrame:
     """A read-only stand-in for the detector frame when scoring (no pandas).
 
@@ -198,8 +204,6 @@ class FrameBuilder:
 
         ``lite=True`` returns a :class:`LiteFrame` (for prediction only).
         """
-        import pandas as pd
-
         from ..features import token_block
 
         examples = as_examples(examples)
@@ -234,7 +238,9 @@ class FrameBuilder:
             "quality": [ex.quality for ex in ex_list],
             "split": [ex.split for ex in ex_list],
             "dataset": [ex.dataset for ex in ex_list],
-            "label": pd.array(labels, dtype="Int64"),
+            # a frame to predict on (lite, no targets) has no labels, and scoring imports no pandas
+            "label": (np.full(len(labels), None, dtype=object) if lite and not with_targets
+                      else _int64_labels(labels)),
             "label_types": ["|".join(sorted({s.label_type for s in (ex.spans or ()) if s.label_type
                                              and not (self.exclude_implicit_true and s.implicit_true)}))
                             for ex in ex_list],
@@ -247,6 +253,8 @@ class FrameBuilder:
             return LiteFrame(R, self.response_names, info), ex_list, analyses
         # one concatenation instead of a column insertion per field (a single response is scored in ~1 ms)
         # object columns: pandas would otherwise convert every text field to Arrow strings
+        import pandas as pd
+
         info = {k: (v if k == "label" else _objects(v)) for k, v in info.items()}
         frame = pd.concat([pd.DataFrame(R, columns=self.response_names), pd.DataFrame(info)], axis=1)
         return frame, ex_list, analyses

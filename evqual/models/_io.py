@@ -245,6 +245,9 @@ def save_detector(detector, path, *, training_data: dict | None = None, metrics:
         raise ValueError("only a Detector fitted with .fit(examples) can be saved (it needs its featurizers)")
     if not isinstance(detector.method, str):
         raise ValueError(f"only a Detector of a named method can be saved; got method={detector.method!r}")
+    if getattr(detector, "lean_", False):
+        raise ValueError("a lean Detector (Scorer.load, load_detector(..., lean=True)) holds scoring-only "
+                         "stand-ins and cannot be saved; load the model with load_detector(path) to adapt or save it")
     if (getattr(detector, "adapter_", None) is None) != (adaptation is None):
         raise ValueError("an adapted Detector is saved with its adaptation record (adaptation=...), and only it")
     folder = Path(path)
@@ -767,9 +770,49 @@ DETECTOR_ATTRIBUTES = frozenset({
 """The attributes a saved :class:`Detector` may have (any other is refused at load)."""
 
 
-def _check_detector(det, meta: dict, model_path: Path) -> dict:
+def _load_lean(data: bytes, model_path: Path, meta: dict):
+    """The detector built with scoring stand-ins (see :func:`load_detector`), or ``None`` when it must load
+    fully: a type without a stand-in, a vectoriser whose analyser needs scikit-learn, another scikit-learn
+    minor version than the packaged templates', or any check failing (the full load then decides)."""
+    from ._lean import CompactTfidfVectorizer
+    from ._packed import NotLean
+    from ._templates import method_templates
+
+    templates = method_templates()
+    if _version_tuple(meta["sklearn_version"])[:2] != _version_tuple(templates["sklearn_version"])[:2] or \
+            meta["method"] not in templates["methods"]:
+        return None
+
+    def prepare(det):
+        _check_detector(det, meta, model_path, template=templates["methods"][meta["method"]])
+        stack, seen = [det], set()
+        while stack:  # every vectoriser's analyser must be one the stand-in reproduces
+            obj = stack.pop()
+            if id(obj) in seen:
+                continue
+            seen.add(id(obj))
+            if isinstance(obj, CompactTfidfVectorizer) and not obj.analyser_supported():
+                raise NotLean("a vectoriser's analyser")
+            if isinstance(obj, (list, tuple)):
+                stack.extend(obj)
+            elif isinstance(obj, dict):
+                stack.extend(obj.values())
+            elif hasattr(obj, "__dict__") and type(obj).__module__.startswith("evqual."):
+                stack.extend(vars(obj).values())
+        return None
+
+    try:
+        detector = load_audited(data, model_path, prepare=prepare, lean=True)
+    except (NotLean, ModelLoadError):
+        return None
+    detector.lean_ = True
+    return detector
+
+
+def _check_detector(det, meta: dict, model_path: Path, *, template=None) -> dict | None:
     """Attribute types of the loaded detector, and their agreement with ``meta.json``; returns the templates
-    its model's parameters must match (what its method builds)."""
+    its model's parameters must match (what its method builds).  With ``template`` (a lean load: the method's
+    node of ``method_templates.json``), the model is compared with it here and ``None`` is returned."""
     from ..features import EvidenceFeaturizer
     from ._detector import CALIBRATIONS, THRESHOLD_RULES, Detector
     from ._frame import FrameBuilder
@@ -843,14 +886,20 @@ def _check_detector(det, meta: dict, model_path: Path) -> dict:
             raise ModelLoadError(f"{model_path}: the featurizers compute other features than meta.json field "
                                  f"'{key}' lists; refusing to load")
     # the model: the classes its method builds
-    fresh = get_method(attrs["method"]).make()
-    _check_structure(get("model_"), fresh, "model_", fail)
+    if template is not None:
+        from ._templates import check_against_template
+
+        check_against_template(get("model_"), template, "model_", fail)
+        fresh = None
+    else:
+        fresh = get_method(attrs["method"]).make()
+        _check_structure(get("model_"), fresh, "model_", fail)
     if get("fallback_", None) != meta.get("fallback"):
         raise fail("fallback_", "does not match meta.json field 'fallback'")
     calibrator = get("calibrator_")
     want = {"sigmoid": "_SigmoidCalibration", "isotonic": "IsotonicRegression", "none": "NoneType"}
-    if type(calibrator).__name__ != want[attrs["calibration"]] or \
-            calibrator is not None and not type(calibrator).__module__.startswith("sklearn."):
+    if _class_name(calibrator) != want[attrs["calibration"]] or \
+            calibrator is not None and not _saved_module(calibrator).startswith("sklearn."):
         raise fail("calibrator_", f"must be a {want[attrs['calibration']]} for calibration "
                                   f"{attrs['calibration']!r}; got {type(calibrator).__name__}")
     def sigmoid_params(attr, cal):
@@ -882,7 +931,7 @@ def _check_detector(det, meta: dict, model_path: Path) -> dict:
         raise fail("evidence_floor", "disagrees with meta.json field 'evidence_floor_mode'")
     scal = get("sentence_calibrator_", None)
     if scal is not None:
-        if type(scal).__name__ != "_SigmoidCalibration" or not type(scal).__module__.startswith("sklearn."):
+        if _class_name(scal) != "_SigmoidCalibration" or not _saved_module(scal).startswith("sklearn."):
             raise fail("sentence_calibrator_", f"must be a _SigmoidCalibration or None; got {type(scal).__name__}")
         sigmoid_params("sentence_calibrator_", scal)
     unit("claim_threshold_", get("claim_threshold_", None), optional=True)
@@ -930,7 +979,22 @@ def _check_detector(det, meta: dict, model_path: Path) -> dict:
         if span is not None and (attrs["span_threshold_"] != span["threshold"]
                                  or attrs.get("span_gate_", 0.0) != span["gate"]):
             raise fail("span_threshold_", "or 'span_gate_' disagrees with meta.json field 'span_tagger'")
-    return templates_for(attrs["model_"], fresh)
+    return templates_for(attrs["model_"], fresh) if fresh is not None else None
+
+
+def _saved_module(obj) -> str:
+    """The module of the class ``obj`` is saved as (a lean stand-in: the class it stands in for)."""
+    from ._lean import lean_name
+
+    name = lean_name(obj)
+    return name.rpartition(".")[0] if name else type(obj).__module__
+
+
+def _class_name(obj) -> str:
+    from ._lean import lean_name
+
+    name = lean_name(obj)
+    return name.rpartition(".")[2] if name else type(obj).__name__
 
 
 def _check_structure(model, fresh, name, fail) -> None:
@@ -949,7 +1013,7 @@ def _check_structure(model, fresh, name, fail) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- loading
-def load_detector(path, *, sha256: str | None = None):
+def load_detector(path, *, sha256: str | None = None, lean: bool = False):
     """Load a detector saved by :func:`save_detector`, with every check of the trust model.
 
     Parameters
@@ -961,6 +1025,15 @@ def load_detector(path, *, sha256: str | None = None):
         ``model.skops`` in an older folder; 64 hexadecimal characters),
         compared before anything else is read.  Default: the value of
         ``$EVQUAL_MODEL_SHA256`` when it is set, else no pin.
+    lean : bool, default=False
+        Build the model's scikit-learn objects as scoring-only stand-ins
+        (:mod:`evqual.models._lean`) and import no scikit-learn: what
+        :meth:`evqual.scoring.Scorer.load` does.  The same checks run (the
+        parameters against the packaged ``method_templates.json``) and the
+        detector's results are the same to the last bit; it can score, not
+        fit, adapt or be saved.  A model it cannot load this way (a type
+        without a stand-in, a skops file, another scikit-learn minor version
+        than the templates') loads fully, as without ``lean``.
 
     Raises
     ------
@@ -990,8 +1063,6 @@ def load_detector(path, *, sha256: str | None = None):
     ...
     evqual.models._audit.ModelLoadError: .../model.evqpack: SHA-256 ... does not match the expected 000...
     """
-    import sklearn
-
     folder = Path(path)
     model_path = model_file(folder)
     meta_path = folder / META_FILE
@@ -1023,10 +1094,14 @@ def load_detector(path, *, sha256: str | None = None):
     if _version_tuple(meta["evqual_version"]) > _version_tuple(__version__):
         warnings.warn(f"{meta_path}: saved by evqual {meta['evqual_version']}, newer than this "
                       f"{__version__}", UserWarning, stacklevel=2)
-    if _version_tuple(meta["sklearn_version"]) > _version_tuple(sklearn.__version__):
-        warnings.warn(f"{meta_path}: saved with scikit-learn {meta['sklearn_version']}, newer than this "
-                      f"{sklearn.__version__}", UserWarning, stacklevel=2)
-    detector = load_audited(data, model_path, prepare=lambda det: _check_detector(det, meta, model_path))
+    detector = _load_lean(data, model_path, meta) if lean else None
+    if detector is None:
+        import sklearn
+
+        if _version_tuple(meta["sklearn_version"]) > _version_tuple(sklearn.__version__):
+            warnings.warn(f"{meta_path}: saved with scikit-learn {meta['sklearn_version']}, newer than this "
+                          f"{sklearn.__version__}", UserWarning, stacklevel=2)
+        detector = load_audited(data, model_path, prepare=lambda det: _check_detector(det, meta, model_path))
     meta.setdefault("name", folder.name)
     detector.meta_ = meta
     return detector

@@ -42,20 +42,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from sklearn.dummy import DummyClassifier
-from sklearn.ensemble import (
-    ExtraTreesClassifier,
-    GradientBoostingClassifier,
-    HistGradientBoostingClassifier,
-    RandomForestClassifier,
-)
-from sklearn.linear_model import LogisticRegression
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
+import importlib
 
 from ..evidence import ClaimModel
 from ._estimators import (
-    CompactTfidfVectorizer,
     FeatureSelector,
     SentenceMaxClassifier,
     StackedEvidenceClassifier,
@@ -70,6 +60,18 @@ EVIDENCE_FAMILIES = ("coverage", "support", "semantic", "entity", "number", "len
 
 SEED_002 = 37
 SEED = 42
+
+_SKLEARN = {"DummyClassifier": "sklearn.dummy", "ExtraTreesClassifier": "sklearn.ensemble",
+            "GradientBoostingClassifier": "sklearn.ensemble", "HistGradientBoostingClassifier": "sklearn.ensemble",
+            "RandomForestClassifier": "sklearn.ensemble", "LogisticRegression": "sklearn.linear_model",
+            "make_pipeline": "sklearn.pipeline", "StandardScaler": "sklearn.preprocessing",
+            "CompactTfidfVectorizer": "evqual.models._tfidf"}
+
+
+def _sk(name: str):
+    """A scikit-learn class (or evqual's TF-IDF vectoriser), imported when a factory first runs: scoring with
+    a saved model imports no scikit-learn (issue 41)."""
+    return getattr(importlib.import_module(_SKLEARN[name]), name)
 
 
 @dataclass(frozen=True)
@@ -103,38 +105,38 @@ class MethodSpec:
 
 
 def _lr(**kw):
-    return LogisticRegression(class_weight="balanced", max_iter=400, **kw)
+    return _sk("LogisticRegression")(class_weight="balanced", max_iter=400, **kw)
 
 
 def _majority():
-    return make_pipeline(FeatureSelector(families=["length"]), DummyClassifier(strategy="most_frequent"))
+    return _sk("make_pipeline")(FeatureSelector(families=["length"]), _sk("DummyClassifier")(strategy="most_frequent"))
 
 
 def _metadata_lr():
-    return make_pipeline(FeatureSelector(families=["task", "length"], include_metadata=True), StandardScaler(),
+    return _sk("make_pipeline")(FeatureSelector(families=["task", "length"], include_metadata=True), _sk("StandardScaler")(),
                          _lr(solver="liblinear", random_state=SEED_002))
 
 
 def _tfidf_lr():
-    return make_pipeline(TextColumn(), CompactTfidfVectorizer(max_features=5000, min_df=3, ngram_range=(1, 1)),
+    return _sk("make_pipeline")(TextColumn(), _sk("CompactTfidfVectorizer")(max_features=5000, min_df=3, ngram_range=(1, 1)),
                          _lr(random_state=SEED_002))
 
 
 def _evidence_lr():
-    return make_pipeline(FeatureSelector(families=EVIDENCE_FAMILIES), StandardScaler(), _lr(random_state=SEED_002))
+    return _sk("make_pipeline")(FeatureSelector(families=EVIDENCE_FAMILIES), _sk("StandardScaler")(), _lr(random_state=SEED_002))
 
 
 def _evidence_meta_rf():
-    return make_pipeline(
+    return _sk("make_pipeline")(
         FeatureSelector(families=EVIDENCE_FAMILIES + ("task",), include_metadata=True),
-        RandomForestClassifier(n_estimators=80, max_depth=8, min_samples_leaf=15,
+        _sk("RandomForestClassifier")(n_estimators=80, max_depth=8, min_samples_leaf=15,
                                class_weight="balanced_subsample", random_state=SEED_002, n_jobs=1))
 
 
 def _semantic_eq_gb():
-    return make_pipeline(
+    return _sk("make_pipeline")(
         FeatureSelector(families=EVIDENCE_FAMILIES + ("task",), include_metadata=True),
-        GradientBoostingClassifier(n_estimators=90, learning_rate=0.055, max_depth=3, min_samples_leaf=20,
+        _sk("GradientBoostingClassifier")(n_estimators=90, learning_rate=0.055, max_depth=3, min_samples_leaf=20,
                                    subsample=0.85, random_state=SEED_002))
 
 
@@ -146,13 +148,13 @@ CHAIN_SENTENCE_FAMILIES = ("chain", "support", "entity", "number", "refusal", "l
 
 
 def _logreg_attribution():
-    return SentenceMaxClassifier(make_pipeline(StandardScaler(), _lr(random_state=SEED)),
+    return SentenceMaxClassifier(_sk("make_pipeline")(_sk("StandardScaler")(), _lr(random_state=SEED)),
                                  families=CHAIN_SENTENCE_FAMILIES)
 
 
 def _random_forest():
     return SentenceMaxClassifier(
-        RandomForestClassifier(n_estimators=60, class_weight="balanced", min_samples_leaf=5, random_state=SEED,
+        _sk("RandomForestClassifier")(n_estimators=60, class_weight="balanced", min_samples_leaf=5, random_state=SEED,
                                n_jobs=1),
         families=CHAIN_SENTENCE_FAMILIES)
 
@@ -160,7 +162,7 @@ def _random_forest():
 def _ecs_span():
     # ECS, support gap (recall, support), unsupported details (numbers, entities) and task
     return SentenceMaxClassifier(
-        ExtraTreesClassifier(n_estimators=40, class_weight="balanced", min_samples_leaf=5, random_state=SEED,
+        _sk("ExtraTreesClassifier")(n_estimators=40, class_weight="balanced", min_samples_leaf=5, random_state=SEED,
                              n_jobs=1),
         families=("chain", "support", "entity", "number", "task"))
 
@@ -169,14 +171,14 @@ def _hgb(seed=SEED, **kw):
     params = dict(max_iter=300, learning_rate=0.06, max_leaf_nodes=31, min_samples_leaf=40,
                   l2_regularization=1.0, random_state=seed)
     params.update(kw)
-    return HistGradientBoostingClassifier(**params)
+    return _sk("HistGradientBoostingClassifier")(**params)
 
 
 def _output_text_lr():
     """Word 1-2-gram TF-IDF of the output alone + LR: wording and style of the answer."""
-    return make_pipeline(TextColumn("output"),
-                         CompactTfidfVectorizer(ngram_range=(1, 2), min_df=3, max_features=50000, sublinear_tf=True),
-                         LogisticRegression(C=2.0, class_weight="balanced", max_iter=2000))
+    return _sk("make_pipeline")(TextColumn("output"),
+                         _sk("CompactTfidfVectorizer")(ngram_range=(1, 2), min_df=3, max_features=50000, sublinear_tf=True),
+                         _sk("LogisticRegression")(C=2.0, class_weight="balanced", max_iter=2000))
 
 
 SENTENCE_CONTEXT = ("coverage", "support", "chain", "novelty", "length")
@@ -224,7 +226,7 @@ METHODS: dict[str, MethodSpec] = {n: MethodSpec(n, s, d, m, sl, um, span_tagger=
 def _evqual_response(include_metadata: bool):
     # evqual's response features (all content families, the checks, task; metadata for -meta) without the
     # sentence model, which needs sentence labels (spans); smaller leaves than evqual's for small logs
-    return lambda: make_pipeline(FeatureSelector(families=None, include_metadata=include_metadata),
+    return lambda: _sk("make_pipeline")(FeatureSelector(families=None, include_metadata=include_metadata),
                                  _hgb(min_samples_leaf=10, max_leaf_nodes=15))
 
 

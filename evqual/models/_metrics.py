@@ -6,17 +6,6 @@
 from __future__ import annotations
 
 import numpy as np
-from sklearn.metrics import (
-    accuracy_score,
-    average_precision_score,
-    brier_score_loss,
-    confusion_matrix,
-    f1_score,
-    matthews_corrcoef,
-    precision_score,
-    recall_score,
-    roc_auc_score,
-)
 
 __all__ = ["binary_metrics", "METRIC_KEYS"]
 
@@ -40,6 +29,9 @@ def binary_metrics(y, risk, threshold: float) -> dict:
     >>> m["tp"], m["fp"], m["precision"], m["auroc"]
     (2, 1, 0.6666666666666666, 1.0)
     """
+    from sklearn.metrics import (accuracy_score, average_precision_score, brier_score_loss, confusion_matrix,
+                                 f1_score, matthews_corrcoef, precision_score, recall_score, roc_auc_score)
+
     y = np.asarray(y).astype(int)
     risk = np.asarray(risk, dtype=float)
     threshold = np.asarray(threshold, dtype=float)  # a scalar, or one per row (pooled folds)

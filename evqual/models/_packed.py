@@ -68,12 +68,39 @@ escapes and newlines reached the terminal through scikit-learn's version warning
 _MAX_DIMS = 8
 
 
-def _record_dtypes() -> dict:
-    """The structured dtypes of scikit-learn's tree nodes, by the name the file gives them."""
-    from sklearn.ensemble._hist_gradient_boosting.common import PREDICTOR_RECORD_DTYPE
-    from sklearn.tree._tree import NODE_DTYPE
+HGB_NODE_DTYPE = np.dtype([("value", np.float64), ("count", np.uint32), ("feature_idx", np.intp),
+                           ("num_threshold", np.float64), ("missing_go_to_left", np.uint8), ("left", np.uint32),
+                           ("right", np.uint32), ("gain", np.float64), ("depth", np.uint32), ("is_leaf", np.uint8),
+                           ("bin_threshold", np.uint8), ("is_categorical", np.uint8), ("bitset_idx", np.uint32)])
+"""scikit-learn's ``PREDICTOR_RECORD_DTYPE`` (a histogram-boosting tree's nodes), written out so that reading a
+packed file imports no scikit-learn (``tests/test_lean.py`` checks that the two are equal)."""
 
-    return {"sklearn.hgb_node": np.dtype(PREDICTOR_RECORD_DTYPE), "sklearn.tree_node": np.dtype(NODE_DTYPE)}
+
+class _Records(dict):
+    """The structured dtypes of scikit-learn's tree nodes by the name the file gives them; a decision tree's
+    (``sklearn.tree_node``, whose layout is platform's) is asked of scikit-learn when a file names it."""
+
+    def __init__(self):
+        super().__init__({"sklearn.hgb_node": HGB_NODE_DTYPE})
+
+    def __missing__(self, key):
+        if key != "sklearn.tree_node":
+            raise KeyError(key)
+        from sklearn.tree._tree import NODE_DTYPE
+
+        self[key] = np.dtype(NODE_DTYPE)
+        return self[key]
+
+    def __contains__(self, key):
+        return key in ("sklearn.hgb_node", "sklearn.tree_node")
+
+
+def _record_dtypes() -> dict:
+    """The structured dtypes of scikit-learn's tree nodes, by the name the file gives them (for writing:
+    both, as scikit-learn defines them)."""
+    records = _Records()
+    records["sklearn.tree_node"]  # noqa: B018 - fills the entry
+    return records
 
 
 def _dtype_name(dtype: np.dtype, records: dict) -> str:
@@ -244,7 +271,7 @@ def _layout(table, fail) -> tuple:
     before the blob is read (issue 39: 300 MB of zeros loaded at an 814 MB peak and stayed in memory)."""
     if not isinstance(table, list):
         raise fail("'arrays' must be a list")
-    records = _record_dtypes()
+    records = _Records()
     rows, end = [], 0
     for i, row in enumerate(table):
         if not (isinstance(row, list) and len(row) == 4):
@@ -265,8 +292,14 @@ def _layout(table, fail) -> tuple:
 
 
 class _Reader:
-    def __init__(self, graph: dict, blob: bytearray, trusted, fail, max_nodes: int, max_depth: int):
+    def __init__(self, graph: dict, blob: bytearray, trusted, fail, max_nodes: int, max_depth: int,
+                 lean: bool = False):
         self.fail = fail
+        self.lean = None
+        if lean:
+            from ._lean import LEAN_TYPES
+
+            self.lean = LEAN_TYPES
         self.objects = {n for n, loader in trusted if loader == "ObjectNode"}
         self.reduces = {n for n, loader in trusted if loader in ("LossNode", "TreeNode")}
         self.types = {n for n, loader in trusted if loader == "TypeNode"}
@@ -303,7 +336,12 @@ class _Reader:
         cls = self.classes.get(name)
         if cls is None:
             module, _, qualname = name.rpartition(".")
-            cls = getattr(importlib.import_module(module), qualname)
+            if self.lean is not None and what != "$type":
+                cls = self.lean.get(name)
+                if cls is None and module.split(".")[0] != "evqual":
+                    raise NotLean(name)
+            if cls is None:
+                cls = getattr(importlib.import_module(module), qualname)
             self.classes[name] = cls
         return cls
 
@@ -490,16 +528,23 @@ class _Reader:
         return rs
 
 
+class NotLean(Exception):
+    """A lean load met a type without a stand-in (its name is the argument): load fully instead."""
+
+
 def _reject_constant(name):
     raise ValueError(f"the JSON constant {name} is not allowed")
 
 
 def load_packed(zf: zipfile.ZipFile, model_path, *, trusted, root, max_graph_bytes: int, max_nodes: int,
-                max_depth: int):
+                max_depth: int, lean: bool = False):
     """Build the object graph of a packed file from its opened (and already checked) zip.
 
     Every check is described in the module docstring; a failure raises
     :class:`~evqual.models._audit.ModelLoadError` naming ``model_path``.
+    With ``lean``, scikit-learn's objects are built as their stand-ins
+    (:data:`evqual.models._lean.LEAN_TYPES`); a trusted type without one
+    raises :class:`NotLean` (the caller loads fully).
     """
     from ._audit import ModelLoadError, _oneline
 
@@ -536,7 +581,7 @@ def load_packed(zf: zipfile.ZipFile, model_path, *, trusted, root, max_graph_byt
         raise ModelLoadError(f"{model_path}: {ARRAYS_MEMBER} holds {declared} bytes; its arrays need exactly "
                              f"{size} (padding or a missing part); refusing to load")
     blob = bytearray(zf.read(ARRAYS_MEMBER))
-    reader = _Reader(graph, blob, trusted, fail, max_nodes, max_depth)
+    reader = _Reader(graph, blob, trusted, fail, max_nodes, max_depth, lean)
     top = graph["root"]
     if not (type(top) is dict and set(top) == {"$object"} and type(top["$object"]) is list and top["$object"]
             and top["$object"][0] == root[0] and root[1] == "ObjectNode"):

@@ -25,9 +25,7 @@ tokens'.
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import BaseEstimator, clone
-from sklearn.ensemble import HistGradientBoostingClassifier
-from sklearn.utils.validation import check_is_fitted
+from .._estimator import BaseEstimator, check_is_fitted
 
 from ..data import merge_intervals
 from ._fasttrees import fast_proba
@@ -230,6 +228,9 @@ class SpanTagger(BaseEstimator):
         X, Y, W = np.vstack(X), np.concatenate(Y), np.concatenate(W)
         if len(np.unique(Y)) < 2:
             raise ValueError("the span tagger needs tokens of both classes (some gold spans).")
+        from sklearn.base import clone
+        from sklearn.ensemble import HistGradientBoostingClassifier
+
         est = self.estimator if self.estimator is not None else HistGradientBoostingClassifier(
             max_iter=150, learning_rate=0.1, max_leaf_nodes=31, min_samples_leaf=50, random_state=0)
         self.estimator_ = clone(est).fit(X, Y, sample_weight=W)

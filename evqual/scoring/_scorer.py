@@ -207,11 +207,12 @@ class Scorer:
 
         ``sha256`` pins the SHA-256 of the model file (checked before anything
         else is read; without it, ``$EVQUAL_MODEL_SHA256`` when set); see
-        :func:`evqual.models.load_detector`.
+        :func:`evqual.models.load_detector`.  The detector is loaded lean
+        (``lean=True``): scoring imports no scikit-learn, with the same results.
         """
         from ..models import default_model_path, load_detector
 
-        return cls(load_detector(path if path is not None else default_model_path(), sha256=sha256),
+        return cls(load_detector(path if path is not None else default_model_path(), sha256=sha256, lean=True),
                    policy=policy, verifier=verifier)
 
     def __repr__(self) -> str:

@@ -119,7 +119,7 @@ def _load_scorer(config: ServeConfig, scorer=None):
             raise ValueError(f"{config.policy}: a flag-rate budget ([budget] flag_rate) is fitted on a file's answers, "
                              "which a service does not have: fit it with `evqual score IN.jsonl --flag-rate R` and "
                              "write the thresholds it prints into [thresholds] general and [bands] escalate")
-        det = load_detector(config.model or default_model_path(), sha256=config.model_sha256)
+        det = load_detector(config.model or default_model_path(), sha256=config.model_sha256, lean=True)
         scorer = Scorer(det, policy=policy)
     if scorer.policy is None:
         scorer.policy = Policy()

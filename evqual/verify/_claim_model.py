@@ -19,8 +19,7 @@ and at verification time, so that a judge sees exactly what the model saw.
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.validation import check_is_fitted
+from .._estimator import BaseEstimator, ClassifierMixin, check_is_fitted
 
 from ..data import kept_spans, make_example
 from ..features import CONTENT_FAMILIES, EvidenceFeaturizer
