@@ -44,6 +44,11 @@ COMPILED = [
 
 # Python semantics throughout (no C integer or float types from annotations): the compiled module computes
 # exactly what its source computes interpreted.
+KERNELS = [
+    "evqual/models/_treewalk.pyx",
+]
+"""Typed kernels written for Cython (``.pyx``): each has a Python fallback in the module that calls it."""
+
 DIRECTIVES = {
     "language_level": 3,
     "binding": True,  # functions keep their signatures, docstrings and doctests
@@ -95,7 +100,7 @@ def _extensions():
         _warn("Cython is not installed: evqual is installed as pure Python")
         return []
     jobs = min(len(COMPILED), os.cpu_count() or 1)
-    return cythonize(COMPILED, compiler_directives=DIRECTIVES, build_dir="build/cython", quiet=True,
+    return cythonize(COMPILED + KERNELS, compiler_directives=DIRECTIVES, build_dir="build/cython", quiet=True,
                      nthreads=jobs if jobs > 1 else 0)
 
 

@@ -83,6 +83,45 @@ def test_numpy_tree_path_equals_scikit_learn_bit_for_bit(shipped, items):
     assert np.array_equal(one_by_one, want[:60])
 
 
+def test_compiled_tree_walker_equals_numpy_and_scikit_learn(shipped, items):
+    """The compiled walker (issue 41) against the numpy walker and scikit-learn, on real rows and on random
+    ones with missing values, one row at a time and in one batch."""
+    from evqual.models._fasttrees import _compiled, _kernel
+
+    if _kernel() is None:
+        pytest.skip("the compiled walker is not built (or EVQUAL_PURE_PYTHON is set)")
+    _, est, V = _sentence_rows(shipped, items)
+    rng = np.random.default_rng(0)
+    noise = rng.normal(0, 2, (300, V.shape[1]))
+    noise[rng.random(noise.shape) < 0.1] = np.nan
+    comp = _compiled(est)
+    for X in (V, noise):
+        got = comp.raw(X)
+        assert np.array_equal(got, comp.raw_numpy(X))
+        assert np.array_equal(np.vstack([comp.raw(X[i:i + 1]) for i in range(40)]).ravel(), got[:40])
+        want = est._raw_predict(X).ravel()
+        assert np.array_equal(got, want)
+
+
+def test_compiled_tree_walker_refuses_a_walk_past_the_declared_depth(shipped, items):
+    from evqual.models._fasttrees import _compiled, _kernel
+
+    kernel = _kernel()
+    if kernel is None:
+        pytest.skip("the compiled walker is not built (or EVQUAL_PURE_PYTHON is set)")
+    _, est, V = _sentence_rows(shipped, items)
+    c = _compiled(est)
+    out = np.empty(len(V))
+    with pytest.raises(ValueError, match="deeper"):
+        kernel(np.ascontiguousarray(V), c.feature, c.threshold, c.left, c.right, c.leaf.view(np.uint8), c.value,
+               c.missing_left.view(np.uint8), c.roots, c.baseline, 1, out)
+    bad_left = c.left.copy()
+    bad_left[~c.leaf] = 10 ** 9  # a child past the arrays: an error, never a read out of bounds
+    with pytest.raises(IndexError):
+        kernel(np.ascontiguousarray(V), c.feature, c.threshold, bad_left, bad_left, c.leaf.view(np.uint8),
+               c.value, c.missing_left.view(np.uint8), c.roots, c.baseline, c.depth, out)
+
+
 def test_text_model_fast_path_equals_scikit_learn_bit_for_bit(shipped, items):
     from evqual.models._fasttrees import fast_proba
 

@@ -27,13 +27,20 @@ REPO = Path(__file__).resolve().parents[1]
 _EXT = tuple(importlib.machinery.EXTENSION_SUFFIXES)
 
 
-def _setup_list() -> list[str]:
-    """The COMPILED list of setup.py, read without running it."""
+def _setup_list(name: str = "COMPILED") -> list[str]:
+    """A list of setup.py (``COMPILED``: the modules compiled from their ``.py``; ``KERNELS``: the ``.pyx``
+    kernels), read without running it."""
     tree = ast.parse((REPO / "setup.py").read_text(encoding="utf-8"))
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "COMPILED" for t in node.targets):
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == name for t in node.targets):
             return ast.literal_eval(node.value)
-    raise AssertionError("setup.py has no COMPILED list")
+    raise AssertionError(f"setup.py has no {name} list")
+
+
+def _module_names() -> list[str]:
+    """Every module setup.py builds, by name."""
+    return sorted([p[:-3].replace("/", ".") for p in _setup_list()]
+                  + [p[:-4].replace("/", ".") for p in _setup_list("KERNELS")])
 
 
 def _child(code: str, *, pure: bool) -> str:
@@ -56,13 +63,20 @@ def test_every_listed_module_exists_and_is_a_reading_module():
         assert not path.endswith("__init__.py"), "a package's __init__ stays pure Python (it installs the switch)"
 
 
+def test_every_kernel_exists_and_has_no_python_module_of_its_name():
+    """A kernel's fallback lives in the module that calls it: a ``.py`` of its name would shadow it."""
+    for path in _setup_list("KERNELS"):
+        assert path.endswith(".pyx") and (REPO / path).is_file(), path
+        assert not (REPO / (path[:-4] + ".py")).exists(), path
+
+
 def test_every_listed_module_is_built_when_any_is():
     """A module the C compiler refused (setup.py's -Werror=int-to-pointer-cast) installs as pure Python with a
     warning only; here it fails."""
     built = build_info()["built"]
     if not built:
         pytest.skip("pure-Python install: nothing is compiled")
-    assert built == sorted(p[:-3].replace("/", ".") for p in _setup_list())
+    assert built == _module_names()
 
 
 def test_the_switch_reads_the_environment():
@@ -79,8 +93,7 @@ def test_build_info_names_what_is_built_and_loaded():
     info = build_info()
     assert set(info) == {"path", "built", "loaded", "reason"}
     assert set(info["loaded"]) <= set(info["built"])
-    expected = {p[:-3].replace("/", ".") for p in _setup_list()}
-    assert set(info["built"]) <= expected
+    assert set(info["built"]) <= set(_module_names())
     if pure_python_requested():
         assert info["path"] == "pure Python" and info["loaded"] == [] and PURE_PYTHON_ENV in info["reason"]
     elif info["built"]:

@@ -48,10 +48,16 @@ def test_the_pure_python_pass_covers_every_compiled_package_and_its_tests():
     import ast
 
     tree = ast.parse((REPO / "setup.py").read_text(encoding="utf-8"))
-    compiled = next(ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
-                    and any(getattr(t, "id", "") == "COMPILED" for t in n.targets))
+    def setup_list(name):
+        return next(ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
+                    and any(getattr(t, "id", "") == name for t in n.targets))
+
+    compiled = setup_list("COMPILED")
     listed = set(_listed("pure_python_tests.txt"))
     packages = {"/".join(p.split("/")[:2]) for p in compiled}
     assert packages <= listed, f"add to .ci/pure_python_tests.txt: {sorted(packages - listed)}"
     for name in ("text", "features", "evidence", "checks", "build"):
         assert f"tests/test_{name}.py" in listed
+    # the compiled tree walker's fallback (the numpy walker), and the lean load that uses it
+    if "evqual/models/_treewalk.pyx" in setup_list("KERNELS"):
+        assert {"tests/test_batch_independence.py", "tests/test_lean.py"} <= listed
