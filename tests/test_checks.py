@@ -874,3 +874,35 @@ def test_a_name_the_context_has_in_a_slot_of_the_claims_words_is_not_a_substitut
     out = "Acme Corp hired Ohio as chief executive in 2019."
     _, found = claim_checks(out, [(0, len(out))], ev)
     assert [f.check for f in found[0]] == ["entity"]
+
+
+_FINDINGS_SCRIPT = """
+import hashlib, json
+from evqual.bench import synthetic_sentences
+from evqual.data import make_example
+from evqual.features import EvidenceFeaturizer
+ex = make_example(query="What did the council report about the bridge?", context=synthetic_sentences(1000, seed=1),
+                  output=" ".join(synthetic_sentences(3000, seed=0)), task_type="QA", id="x")
+_, (an,) = EvidenceFeaturizer(level="sentence").fit([ex]).analyze([ex])
+found = [[(f.check, f.start, f.end, f.mention, f.evidence) for f in fs] for fs in an.findings]
+print(hashlib.sha256(json.dumps(found).encode()).hexdigest(), sum(map(len, found)))
+"""
+
+
+def test_findings_do_not_depend_on_the_process_hash_seed():
+    """Issue 41: in a large context (over 512 evidence sentences) the checks took the rarest stems and their
+    candidates in a set's order, which follows the process's string hash seed: the same answer could get
+    another finding (and span) in another process.  Ties are now broken by the stems themselves."""
+    import os
+    import subprocess
+    import sys
+
+    outs = set()
+    for seed in ("1", "2", "3"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        proc = subprocess.run([sys.executable, "-c", _FINDINGS_SCRIPT], capture_output=True, text=True, env=env,
+                              timeout=600)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        outs.add(proc.stdout.strip())
+    assert len(outs) == 1, outs
+    assert int(next(iter(outs)).split()[1]) > 0  # the answer has findings to compare

@@ -1017,7 +1017,9 @@ class EvidenceUnits:
         n = len(self.spans)
         # the claim's rarest stems place it (a claim of hundreds of words, a run-on text cut at
         # MAX_SENTENCE_CHARS, would otherwise make every call walk hundreds of posting lists)
-        lists = sorted((postings[st] for st in stems if st in postings), key=len)[:MAX_PLACING_STEMS]
+        # (rarest first, ties by stem: a set's order of strings changes from one process to the next)
+        lists = [postings[st] for st in sorted((st for st in stems if st in postings),
+                                               key=lambda st: (len(postings[st]), st))[:MAX_PLACING_STEMS]]
         counts, weights = {}, {}
         for i, segs in enumerate(lists):
             w = math.log1p(n / len(segs))
@@ -1059,9 +1061,10 @@ class EvidenceUnits:
             return self._bounded(counts)
         if segs is None:
             segs = self.sentences_for(item.slot)
+        slot = sorted(item.slot)  # the candidates' order may pick one: never a set's order (a process's hash seed)
         for seg in segs:
             index = self.segment_items(seg)[1]
-            for st in item.slot:
+            for st in slot:
                 for it in index.get((cls, st), ()):
                     counts[it] = counts.get(it, 0) + 1
         return self._bounded(counts)
