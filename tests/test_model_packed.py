@@ -294,12 +294,62 @@ CRAFTED = [
 ]
 
 
+@pytest.mark.parametrize("lean", [False, True], ids=["full", "lean"])
 @pytest.mark.parametrize("mutate,match", [c[1:] for c in CRAFTED], ids=[c[0] for c in CRAFTED])
-def test_crafted_packed_files_are_refused(good, tmp_path, mutate, match):
+def test_crafted_packed_files_are_refused(good, tmp_path, mutate, match, lean):
     folder = craft(good, tmp_path / "m", mutate)
     with pytest.raises(ModelLoadError, match=match) as info:
-        load_detector(folder)
+        load_detector(folder, lean=lean)  # the lean load (Scorer.load) refuses what the full load refuses
     assert str(folder / PACKED_MODEL_FILE) in str(info.value)
+
+
+def _outcome(folder, lean):
+    """``(loaded lean, risks on the sample)`` or ``None`` when refused (a ModelLoadError naming the file)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            det = load_detector(folder, lean=lean)
+    except ModelLoadError as exc:
+        assert str(folder / PACKED_MODEL_FILE) in str(exc)
+        return None
+    try:
+        risks = det.detect(load_sample()[:6]).risk.tobytes()
+    except Exception as exc:  # noqa: BLE001 - a model that loads but cannot predict: compared as such
+        risks = type(exc).__name__
+    return getattr(det, "lean_", False), risks
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_the_lean_load_accepts_only_what_the_full_load_accepts(good, tmp_path_factory, data):
+    """Issue 41: a random edit of the graph or the blob is refused by the lean load whenever the full load
+    refuses it, and a model both load predicts the same risks either way."""
+    graph, blob = read_packed(good)
+    if data.draw(st.booleans()):
+        targets = []
+        stack = [(graph, k) for k in graph]
+        while stack and len(targets) < 5000:
+            parent, key = stack.pop()
+            targets.append((parent, key))
+            child = parent[key]
+            if isinstance(child, dict):
+                stack.extend((child, k) for k in child)
+            elif isinstance(child, list):
+                stack.extend((child, i) for i in range(len(child)))
+        parent, key = data.draw(st.sampled_from(targets))
+        parent[key] = data.draw(st.none() | st.booleans() | st.integers(-2**40, 2**40) | st.floats(allow_nan=False)
+                                | st.text(max_size=8) | st.lists(st.integers(-3, 3), max_size=3))
+    else:
+        for pos, x in data.draw(st.lists(st.tuples(st.integers(0, 10**9), st.integers(1, 255)), min_size=1,
+                                         max_size=4)):
+            blob[pos % len(blob)] ^= x
+    folder = tmp_path_factory.mktemp("lean") / "m"
+    craft(good, folder, lambda g, b: (g.clear(), g.update(graph), b.__setitem__(slice(None), blob)))
+    full, lean = _outcome(folder, False), _outcome(folder, True)
+    if full is None:
+        assert lean is None
+    elif lean is not None:
+        assert lean[1] == full[1]
 
 
 def test_a_deep_graph_is_refused_without_recursion_error(good, tmp_path):
@@ -398,3 +448,39 @@ def test_random_byte_flips_of_the_blob_load_or_are_refused_cleanly(good, tmp_pat
 def test_the_shipped_model_is_packed():
     folder = default_model_path()
     assert model_file(folder).name == PACKED_MODEL_FILE and read_meta(folder)["format"] == 3
+
+
+@settings(max_examples=300, deadline=None)
+@given(edits=st.lists(st.tuples(st.integers(0, 4), st.integers(0, 10**6),
+                                st.sampled_from(["left", "right", "feature_idx", "depth", "is_leaf", "is_categorical"]),
+                                st.integers(-3, 600)), min_size=1, max_size=3))
+def test_the_batched_tree_audit_passes_only_trees_each_check_passes(edits):
+    """Issue 41: the load checks all of a model's trees at once; whenever that says they pass, the check of
+    each tree alone (which names a fault) passes too."""
+    import copy
+
+    from evqual.models import default_model_path
+    from evqual.models._audit import _check_predictor, _predictors_pass
+
+    det = _SHIPPED.get("det")
+    if det is None:
+        det = _SHIPPED["det"] = load_detector(default_model_path(), lean=True)
+    est = det.model_.response_model_
+    trees = [copy.copy(stage[0]) for stage in est._predictors[:5]]
+    for t in trees:
+        t.__dict__["nodes"] = t.nodes.copy()
+    for k, row, field, value in edits:
+        nodes = trees[k].nodes
+        kind = nodes.dtype[field]
+        nodes[field][row % len(nodes)] = min(max(value, 0), np.iinfo(kind).max) if kind.kind == "u" else value
+    n = est.n_features_in_
+
+    def fail(where, problem):
+        return ModelLoadError(f"{where}: {problem}")
+
+    if _predictors_pass(trees, n):
+        for t in trees:
+            _check_predictor(t, n, "tree", fail)  # raises if the batch check let a fault through
+
+
+_SHIPPED: dict = {}
