@@ -303,6 +303,21 @@ def test_crafted_packed_files_are_refused(good, tmp_path, mutate, match, lean):
     assert str(folder / PACKED_MODEL_FILE) in str(info.value)
 
 
+def _edit_targets(graph) -> list:
+    """``(container, key)`` of the graph's values, at most 5,000 (what a fuzz test replaces)."""
+    targets = []
+    stack = [(graph, k) for k in graph]
+    while stack and len(targets) < 5000:
+        parent, key = stack.pop()
+        targets.append((parent, key))
+        child = parent[key]
+        if isinstance(child, dict):
+            stack.extend((child, k) for k in child)
+        elif isinstance(child, list):
+            stack.extend((child, i) for i in range(len(child)))
+    return targets
+
+
 def _outcome(folder, lean):
     """``(loaded lean, risks on the sample)`` or ``None`` when refused (a ModelLoadError naming the file)."""
     try:
@@ -326,17 +341,7 @@ def test_the_lean_load_accepts_only_what_the_full_load_accepts(good, tmp_path_fa
     refuses it, and a model both load predicts the same risks either way."""
     graph, blob = read_packed(good)
     if data.draw(st.booleans()):
-        targets = []
-        stack = [(graph, k) for k in graph]
-        while stack and len(targets) < 5000:
-            parent, key = stack.pop()
-            targets.append((parent, key))
-            child = parent[key]
-            if isinstance(child, dict):
-                stack.extend((child, k) for k in child)
-            elif isinstance(child, list):
-                stack.extend((child, i) for i in range(len(child)))
-        parent, key = data.draw(st.sampled_from(targets))
+        parent, key = data.draw(st.sampled_from(_edit_targets(graph)))
         parent[key] = data.draw(st.none() | st.booleans() | st.integers(-2**40, 2**40) | st.floats(allow_nan=False)
                                 | st.text(max_size=8) | st.lists(st.integers(-3, 3), max_size=3))
     else:
@@ -412,17 +417,7 @@ def _loads_or_is_refused_cleanly(folder):
 def test_random_edits_of_the_graph_load_or_are_refused_cleanly(good, tmp_path_factory, data):
     """Any value of the graph replaced by any JSON: a clean ModelLoadError or a model that loads."""
     graph, blob = read_packed(good)
-    targets = []
-    stack = [(graph, k) for k in graph]
-    while stack and len(targets) < 5000:
-        parent, key = stack.pop()
-        targets.append((parent, key))
-        child = parent[key]
-        if isinstance(child, dict):
-            stack.extend((child, k) for k in child)
-        elif isinstance(child, list):
-            stack.extend((child, i) for i in range(len(child)))
-    parent, key = data.draw(st.sampled_from(targets))
+    parent, key = data.draw(st.sampled_from(_edit_targets(graph)))
     json_values = st.recursive(st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False)
                                | st.text(max_size=8),
                                lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner,
