@@ -45,7 +45,9 @@ COMPILED = [
 # Python semantics throughout (no C integer or float types from annotations): the compiled module computes
 # exactly what its source computes interpreted.
 KERNELS = [
+    "evqual/evidence/_align.pyx",
     "evqual/models/_treewalk.pyx",
+    "evqual/text/_scan.pyx",
 ]
 """Typed kernels written for Cython (``.pyx``): each has a Python fallback in the module that calls it."""
 

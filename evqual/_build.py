@@ -12,13 +12,14 @@ True
 
 from __future__ import annotations
 
+import importlib
 import importlib.abc
 import importlib.machinery
 import os
 import sys
 from pathlib import Path
 
-__all__ = ["PURE_PYTHON_ENV", "build_info", "pure_python_requested"]
+__all__ = ["PURE_PYTHON_ENV", "build_info", "kernel", "pure_python_requested"]
 
 PURE_PYTHON_ENV = "EVQUAL_PURE_PYTHON"
 _PACKAGE = Path(__file__).resolve().parent
@@ -83,6 +84,28 @@ def build_info() -> dict:
     else:
         path, reason = "compiled", ""
     return {"path": path, "built": built, "loaded": loaded, "reason": reason}
+
+
+_KERNELS: dict = {}
+
+
+def kernel(module: str, name: str):
+    """Function ``name`` of the typed kernel ``module`` (setup.py's ``KERNELS``), or ``None`` where it runs its
+    fallback: the kernel is not built, or ``EVQUAL_PURE_PYTHON`` is set (looked up once per process).
+
+    >>> kernel("evqual.no_such_kernel", "f") is None
+    True
+    """
+    key = (module, name)
+    if key not in _KERNELS:
+        fn = None
+        if not pure_python_requested():
+            try:
+                fn = getattr(importlib.import_module(module), name)
+            except (ImportError, AttributeError):
+                fn = None
+        _KERNELS[key] = fn
+    return _KERNELS[key]
 
 
 def describe() -> str:

@@ -34,6 +34,8 @@ from .errors import DeadlineExceeded
 __all__ = ["deadline", "check_deadline", "DeadlineExceeded"]
 
 _LOCAL = threading.local()
+_OPEN = [0]  # deadline blocks open in any thread: with none, a check reads this and returns
+_OPEN_LOCK = threading.Lock()
 
 
 @contextlib.contextmanager
@@ -41,15 +43,21 @@ def deadline(at: float | None):
     """Limit the work of this thread to ``time.monotonic() <= at`` inside the block (``None``: no limit;
     nested limits keep the earlier one)."""
     previous = getattr(_LOCAL, "at", None)
+    with _OPEN_LOCK:
+        _OPEN[0] += 1
     _LOCAL.at = at if previous is None else (previous if at is None else min(previous, at))
     try:
         yield
     finally:
         _LOCAL.at = previous
+        with _OPEN_LOCK:
+            _OPEN[0] -= 1
 
 
 def check_deadline() -> None:
     """Raise :class:`~evqual.errors.DeadlineExceeded` when this thread's deadline has passed."""
+    if not _OPEN[0]:  # no deadline anywhere (every caller but the service): the check called per claim is free
+        return
     at = getattr(_LOCAL, "at", None)
     if at is not None and time.monotonic() > at:
         raise DeadlineExceeded(f"the time limit passed {time.monotonic() - at:.3f} s ago")

@@ -61,3 +61,7 @@ def test_the_pure_python_pass_covers_every_compiled_package_and_its_tests():
     # the compiled tree walker's fallback (the numpy walker), and the lean load that uses it
     if "evqual/models/_treewalk.pyx" in setup_list("KERNELS"):
         assert {"tests/test_batch_independence.py", "tests/test_lean.py"} <= listed
+    if "evqual/evidence/_align.pyx" in setup_list("KERNELS"):  # the alignment's fallback is difflib
+        assert "tests/test_evidence.py" in listed
+    if "evqual/text/_scan.pyx" in setup_list("KERNELS"):  # the word scanner's is re
+        assert "tests/test_text.py" in listed

@@ -287,21 +287,34 @@ def test_a_name_in_the_same_short_slot_is_still_a_swap():
 @given(n_units=st.integers(1, 40),
        items=st.lists(st.tuples(st.floats(0.01, 9.0), st.sets(st.integers(0, 39), max_size=40)), max_size=30),
        skip=st.one_of(st.none(), st.integers(0, 39)))
-def test_unit_scores_sum_alike_by_loop_and_by_bincount(n_units, items, skip):
+def test_unit_scores_sum_alike_by_list_by_loop_and_by_bincount(n_units, items, skip):
+    """A list (small contexts), an array filled in a loop and np.bincount: the same floats, and the best unit,
+    runner-up and count near the top read alike off the list and off the array (numpy's argmax, partition)."""
     from evqual.evidence import _engine
 
-    weights = np.array([w for w, _ in items])
+    weights = [w for w, _ in items]
     present = [frozenset(u for u in us if u < n_units) for _, us in items]
     arrays = [np.fromiter(us, dtype=np.intp, count=len(us)) for us in present]
-    saved = _engine._SCATTER_MIN
+    saved = _engine._SCATTER_MIN, _engine._LIST_UNITS
     try:
+        _engine._LIST_UNITS = 10 ** 9
+        by_list = _engine._unit_scores(n_units, weights, present, arrays, skip)
+        _engine._LIST_UNITS = 0
         _engine._SCATTER_MIN = 10 ** 9
         by_loop = _engine._unit_scores(n_units, weights, present, arrays, skip)
         _engine._SCATTER_MIN = -1
         by_bincount = _engine._unit_scores(n_units, weights, present, arrays, skip)
     finally:
-        _engine._SCATTER_MIN = saved
-    assert by_loop.tobytes() == by_bincount.tobytes()  # the same floats, to the last bit
+        _engine._SCATTER_MIN, _engine._LIST_UNITS = saved
+    assert isinstance(by_list, list) and isinstance(by_loop, np.ndarray)
+    assert by_loop.tobytes() == by_bincount.tobytes() == np.array(by_list).tobytes()  # to the last bit
+    best = _engine._first_best(by_list)
+    assert best == _engine._first_best(by_loop)
+    assert best == (int(np.argmax(by_loop)) if by_loop.max() > 0 else -1)
+    if n_units > 1:
+        assert _engine._runner_up(by_list) == _engine._runner_up(by_loop) == min(np.partition(by_loop, -2)[-2:])
+    bar = 0.8 * float(by_loop.max())
+    assert _engine._at_least(by_list, bar) == _engine._at_least(by_loop, bar) == int((by_loop >= bar).sum())
 
 
 def test_claims_in_finds_the_claims_of_each_sentence():
@@ -313,3 +326,65 @@ def test_claims_in_finds_the_claims_of_each_sentence():
     reading = type(reading)(claims=reading.claims[::-1])  # out of order (built by hand): a scan, the same answer
     starts = [c.start for c in reading.claims]
     assert reading.claims_in(0, 41) == [i for i, a in enumerate(starts) if 0 <= a < 41]
+
+
+# ---------------------------------------------------------------- the compiled alignment (issue 41)
+
+def _difflib_blocks(a, b):
+    from difflib import SequenceMatcher
+
+    ops = SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    eq = [(j1, j2) for tag, _, _, j1, j2 in ops if tag == "equal"]
+    lo, hi = (eq[0][0], eq[-1][1]) if eq else (0, 0)
+    return [(i1, i2, j1, j2) for tag, i1, i2, j1, j2 in ops if tag != "equal"], lo, hi
+
+
+def _align_kernel():
+    from evqual._build import kernel
+
+    fn = kernel("evqual.evidence._align", "nonequal_blocks")
+    if fn is None:
+        pytest.skip("the compiled alignment is not built (or EVQUAL_PURE_PYTHON is set)")
+    return fn
+
+
+_SEQS = st.lists(st.integers(0, 6), max_size=40)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_SEQS, _SEQS)
+def test_compiled_alignment_gives_difflibs_blocks(a, b):
+    """The kernel runs difflib's algorithm on integer ids: the same blocks, ties included (small alphabets
+    make many equally long matches)."""
+    align = _align_kernel()
+    ids: dict = {}
+    b_ids = [ids.setdefault(x, len(ids)) for x in b]
+    assert align([ids.get(x, -1) for x in a], b_ids) == _difflib_blocks(a, b)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["w:a", "n:Bo", "w:bo", "v:num::3", "L:polarity:neg", "w:c"]), max_size=25),
+       st.lists(st.sampled_from(["w:a", "n:Bo", "w:bo", "v:num::4", "L:polarity:neg", "w:d"]), max_size=25))
+def test_blocks_are_the_same_on_both_paths(claim, ev):
+    """``_blocks`` with the kernel (ids cached per evidence unit, or made per call) equals difflib on the
+    canonical keys, which is what the pure-Python path runs."""
+    from evqual.evidence._engine import _blocks, _canon, _ids
+
+    _align_kernel()
+    canon = [_canon(k) for k in ev]
+    want = _difflib_blocks([_canon(k) for k in claim], canon) if ev else \
+        ([(0, len(claim), 0, 0)] if claim else [], 0, 0)
+    assert _blocks(claim, ev) == want
+    assert _blocks(claim, ev, canon, _ids(canon)) == want
+
+
+def test_compiled_alignment_refuses_evidence_ids_it_cannot_index():
+    align = _align_kernel()
+    with pytest.raises(ValueError, match="0 or more"):
+        align([0], [0, -2])
+    with pytest.raises(ValueError, match="without gaps"):
+        align([0], [0, 5])  # an id past the evidence's length: never an index out of bounds
+    with pytest.raises(TypeError):
+        align(["w:a"], [0])
+    assert align([10 ** 12, -(10 ** 12)], [0, 1]) == ([(0, 2, 0, 2)], 0, 0)  # unknown claim ids match nothing
+    assert align([], []) == ([], 0, 0)

@@ -123,6 +123,43 @@ def test_a_deadline_is_not_an_error_record_of_the_line(tmp_path):
     assert "E110" not in out.getvalue()
 
 
+def test_the_free_check_without_a_deadline_still_sees_every_open_deadline():
+    """check_deadline returns at once while no deadline block is open in any thread (issue 41: it is called
+    per claim); a block open in another thread, a nested or a failed block, still count."""
+    import threading
+
+    from evqual import _deadline
+    from evqual._deadline import DeadlineExceeded, check_deadline, deadline
+
+    assert _deadline._OPEN[0] == 0
+    with pytest.raises(RuntimeError):
+        with deadline(time.monotonic() - 1):
+            with deadline(None):
+                with pytest.raises(DeadlineExceeded):
+                    check_deadline()
+            raise RuntimeError("the block fails")
+    assert _deadline._OPEN[0] == 0
+    check_deadline()
+    inside, leave, seen = threading.Event(), threading.Event(), []
+
+    def other():
+        with deadline(time.monotonic() - 1):
+            inside.set()
+            leave.wait(10)
+            try:
+                check_deadline()
+            except DeadlineExceeded:
+                seen.append("stopped")
+
+    t = threading.Thread(target=other)
+    t.start()
+    assert inside.wait(10)
+    check_deadline()  # this thread has no deadline: the other thread's does not stop it
+    leave.set()
+    t.join(10)
+    assert seen == ["stopped"] and _deadline._OPEN[0] == 0
+
+
 # ------------------------------------------------------------------ 1c. the service frees its worker
 
 pytest.importorskip("fastapi")

@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from evqual.errors import MissingDependencyError
@@ -209,3 +211,99 @@ def test_entities_of_a_long_answer_equal_sentence_by_sentence():
     text = "Yesterday Paris voted. " * 3 + "It rained yesterday. " + "Council Leaders met. " * 2
     got = [e.text for e in RegexEntityExtractor().extract(text)]
     assert got == ["Paris"] * 3 + ["Council Leaders"] * 2
+
+
+# ---------------------------------------------------------------- the compiled word scanner (issue 41)
+
+_SCAN_CHARS = st.sampled_from(list("ab zAZ09_'.-\t\n") + ["é", "İ", "ß", "Σ", "中", "٣", "²", "½", "Ⅻ", "\u0301",
+                                                          "\u200b", "\U0001F600", "ǅ", "ᾼ", "\u00a0", "’"])
+
+
+def _scanner():
+    from evqual._build import kernel
+
+    fn = kernel("evqual.text._scan", "scan_words")
+    if fn is None:
+        pytest.skip("the compiled scanner is not built (or EVQUAL_PURE_PYTHON is set)")
+    return fn
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text(_SCAN_CHARS, max_size=40), st.integers(-3, 45), st.integers(-3, 45), st.booleans(),
+       st.sampled_from([None, "%$€£¥²", "'-", "_"]))
+def test_the_compiled_scanner_finds_the_regular_expressions_words(text, start, end, apostrophe, symbols):
+    """Letters and digits of every script, numerals (², ½, Ⅻ), combining marks, the underscore: the same
+    words as ``[^\\W_]+`` (and ``(?:'[a-z]+)?`` after them, and the symbols between them), in any window."""
+    scan = _scanner()
+    word = r"[^\W_]+(?:'[a-z]+)?" if apostrophe else r"[^\W_]+"
+    pattern = re.compile(word + ("|[" + re.escape(symbols) + "]" if symbols else ""))
+    want = [(m.start(), m.end(), m.group()) for m in pattern.finditer(text, max(start, 0), end)]
+    assert scan(text, start, end, apostrophe, symbols) == want
+
+
+def test_the_scanner_agrees_with_re_on_every_character():
+    """Each code point alone and between two letters: a word character for the scanner exactly when it is one
+    for ``re`` (the whole Unicode range, so no character class is left to chance)."""
+    import re
+
+    scan = _scanner()
+    rx = re.compile(r"[^\W_]+")
+    chars = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
+    assert scan(chars, 0, len(chars), False) == [(m.start(), m.end(), m.group()) for m in rx.finditer(chars)]
+
+
+def test_word_spans_is_the_same_on_both_paths():
+    from evqual.text import word_spans
+
+    text = "U.S.-based, isn't it? O'Neil's 3½ km² — Σίσυφος's 中文 x_y"
+    assert word_spans(text) == [(m.start(), m.end(), m.group()) for m in re.finditer(r"[^\W_]+", text)]
+    window = re.compile(r"[^\W_]+(?:'[a-z]+)?").finditer(text, 5, 40)
+    assert word_spans(text, 5, 40, apostrophe=True) == [(m.start(), m.end(), m.group()) for m in window]
+    assert (12, 17, "isn't") in word_spans(text, 5, 40, apostrophe=True)
+    with pytest.raises(TypeError):
+        word_spans(b"bytes")
+
+
+def test_extract_numbers_gives_a_new_list_each_call():
+    """Short texts' mentions are kept (issue 41: the engine and the checks ask for a claim's); a caller that
+    changes its list changes nothing for the next caller, and a long text is read as before."""
+    from evqual.text import extract_numbers
+
+    first = extract_numbers("It rose 16% to $23.70 in 2019.")
+    want = list(first)
+    first.clear()
+    assert extract_numbers("It rose 16% to $23.70 in 2019.") == want and len(want) == 3
+    long_text = "It rose 16% to $23.70 in 2019. " * 200
+    assert len(extract_numbers(long_text)) == 600
+    assert extract_numbers(long_text) is not extract_numbers(long_text)
+
+
+class _Accessor(str):
+    """A str subclass with its own __str__, as LangChain's TextAccessor (message.text) is a str subclass."""
+
+    def __str__(self):
+        return "something else"
+
+
+def test_word_spans_reads_a_str_subclass_as_re_does():
+    """Regression (issue 41): the compiled scanner refused LangChain's TextAccessor (a str subclass) that the
+    regular expressions had read, and scoring a LangChain message failed with a TypeError."""
+    from evqual.text import word_spans
+
+    text = _Accessor("It opened in 1932, isn't it?")
+    want = [(m.start(), m.end(), m.group()) for m in re.finditer(r"[^\W_]+(?:'[a-z]+)?", text)]
+    got = word_spans(text, apostrophe=True)
+    assert got == want and all(type(w) is str for _, _, w in got)
+    with pytest.raises(TypeError):
+        word_spans(b"bytes", 0, 5)
+
+
+def test_scoring_a_str_subclass_equals_scoring_the_str():
+    from evqual.scoring import Scorer
+
+    scorer = Scorer.load()
+    ctx = "The bridge opened in 1932 and closed in 1990. It's 40 m long."
+    plain = scorer.score(query="When?", context=ctx, output="It opened in 1932, isn't it 40 m long?")
+    sub = scorer.score(query=_Accessor("When?"), context=_Accessor(ctx),
+                       output=_Accessor("It opened in 1932, isn't it 40 m long?"))
+    assert sub.risk == plain.risk and sub.sentences == plain.sentences

@@ -34,6 +34,7 @@ What a difference *means* is not written here: a claim model learns it
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 from bisect import bisect_left
@@ -44,6 +45,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._build import kernel
 from .._deadline import check_deadline
 from ..text import split_sentences
 from ._lexicon import LOGIC_CLASSES, logic_lexicon, stem
@@ -248,13 +250,25 @@ def _aliases(key: str) -> tuple:
 _SCATTER_MIN = 256
 """Postings above which a claim's unit scores are summed by ``np.bincount`` (below, a Python loop is faster)."""
 
+_LIST_UNITS = 256
+"""Evidence sentences up to which a claim's unit scores are a list (above, an array: the maximum, the runner-up
+and the count near the top take one numpy call each instead of a pass in Python)."""
 
-def _unit_scores(n_units: int, weights, present: list, arrays: list, skip: int | None) -> np.ndarray:
-    """Each unit's summed weight of the items it holds (items held by unit ``skip`` left out).
 
-    Both ways add each unit's weights in item order from 0.0, so they give the same floats to the last bit.
+def _unit_scores(n_units: int, weights: list, present: list, arrays: list, skip: int | None):
+    """Each unit's summed weight of the items it holds (items held by unit ``skip`` left out): a list of
+    floats for up to :data:`_LIST_UNITS` units, else an array.
+
+    Every way adds each unit's weights in item order from 0.0, so they give the same floats to the last bit.
     """
     keep = [i for i, us in enumerate(present) if skip is None or skip not in us]
+    if n_units <= _LIST_UNITS:
+        scores = [0.0] * n_units
+        for i in keep:
+            w = weights[i]
+            for u in present[i]:
+                scores[u] += w
+        return scores
     n_post = sum(len(arrays[i]) for i in keep)
     if n_post <= _SCATTER_MIN or not keep:
         scores = np.zeros(n_units)
@@ -264,8 +278,32 @@ def _unit_scores(n_units: int, weights, present: list, arrays: list, skip: int |
                 scores[u] += w
         return scores
     units = np.concatenate([arrays[i] for i in keep])
-    ws = np.repeat(weights[keep], [len(arrays[i]) for i in keep])
+    ws = np.repeat(np.asarray(weights, dtype=np.float64)[keep], [len(arrays[i]) for i in keep])
     return np.bincount(units, weights=ws, minlength=n_units)
+
+
+def _first_best(scores) -> int:
+    """The first unit with the highest score, or -1 when no score is above 0 (numpy's ``argmax``)."""
+    if not len(scores):
+        return -1
+    if isinstance(scores, list):
+        top = max(scores)
+        return scores.index(top) if top > 0 else -1
+    return int(np.argmax(scores)) if scores.max() > 0 else -1
+
+
+def _runner_up(scores) -> float:
+    """The second highest score, ties counted (the smaller of numpy's top two by ``partition``)."""
+    if isinstance(scores, list):
+        return heapq.nlargest(2, scores)[1]
+    return float(min(np.partition(scores, -2)[-2:]))
+
+
+def _at_least(scores, bar: float) -> int:
+    """How many scores are ``bar`` or more."""
+    if isinstance(scores, list):
+        return sum(1 for x in scores if x >= bar)
+    return int((scores >= bar).sum())
 
 
 class _Index:
@@ -322,7 +360,8 @@ class _Index:
         return entry
 
     def unit_view(self, u: int) -> tuple:
-        """``(canonical keys, {key or alias: first position}, logic senses)`` of unit ``u``'s items."""
+        """``(canonical keys, {key or alias: first position}, logic senses, ids)`` of unit ``u``'s items (ids:
+        :func:`_ids` of the canonical keys, what :func:`_blocks` aligns)."""
         view = self._unit_cache.get(u)
         if view is None:
             keys = self.readings[u].keys
@@ -330,7 +369,8 @@ class _Index:
             for j, k in enumerate(keys):
                 for a in _aliases(k):
                     pos.setdefault(a, j)
-            view = ([_canon(k) for k in keys], pos, _logic_items(keys)[0])
+            canon = [_canon(k) for k in keys]
+            view = (canon, pos, _logic_items(keys)[0], _ids(canon))
             self._unit_cache[u] = view
         return view
 
@@ -411,7 +451,7 @@ class EvidenceEngine:
     # -------------------------------------------------------------- one claim
     def _claim(self, output: str, start: int, end: int, idx: _Index) -> ClaimEvidence:
         r = read_span(output, start, end)
-        f = np.zeros(len(CLAIM_FEATURES))
+        f = [0.0] * len(CLAIM_FEATURES)  # the claim's row, an array at the end (list items are cheaper to set)
         diffs: list[Difference] = []
         keys = r.keys
         # distinct non-logic items, first occurrence
@@ -420,7 +460,9 @@ class EvidenceEngine:
             if k[0] in "wnv" and k not in first:
                 first[k] = i
         items = list(first)
-        weights = np.array([idx.idf.get(k, idx.default_idf) for k in items]) if items else np.zeros(0)
+        idf, default_idf = idx.idf, idx.default_idf
+        w_list = [idf.get(k, default_idf) for k in items]
+        weights = np.array(w_list) if items else np.zeros(0)
         total = float(weights.sum()) or 1.0
         n_units = len(idx.units)
         present = []  # per item: the units holding it (aliases included), as a set and as an array
@@ -429,24 +471,28 @@ class EvidenceEngine:
             us, arr = idx.present(k)
             present.append(us)
             arrays.append(arr)
-        scores = _unit_scores(n_units, weights, present, arrays, None)
-        best = int(np.argmax(scores)) if n_units and scores.max() > 0 else -1
+        scores = _unit_scores(n_units, w_list, present, arrays, None)
+        best = _first_best(scores)
         e1 = idx.unit_keys[best] if best >= 0 else set()
         # second sentence: most of what the first lacks
         second = -1
         if best >= 0:
-            s2 = _unit_scores(n_units, weights, present, arrays, best)
-            if s2.max() > 0:
-                second = int(np.argmax(s2))
-        f[_COL["align.recall.v1"]] = scores[best] / total if best >= 0 else 0.0
-        cov2 = sum(w for w, us in zip(weights, present) if best in us or second in us)
+            second = _first_best(_unit_scores(n_units, w_list, present, arrays, best))
+        f[_COL["align.recall.v1"]] = float(scores[best]) / total if best >= 0 else 0.0
+        # (sums added in order, as a loop: sum() of floats compensates its rounding from Python 3.12 on)
+        cov2 = covc = 0.0
+        query_keys = idx.query_keys
+        for k, w, us in zip(items, w_list, present):
+            if best in us or second in us:
+                cov2 += w
+            if us or k in query_keys:
+                covc += w
         f[_COL["align.recall2.v1"]] = cov2 / total if items else 0.0
-        covc = sum(w for k, w, us in zip(items, weights, present) if us or k in idx.query_keys)
         f[_COL["align.recall_context.v1"]] = covc / total if items else 0.0
         if n_units > 1 and best >= 0:
-            top = np.partition(scores, -2)[-2:]
-            f[_COL["align.margin.v1"]] = (scores[best] - min(top)) / total
-            f[_COL["align.competitors.v1"]] = float((scores >= 0.8 * scores[best]).sum() - 1)
+            top = float(scores[best])
+            f[_COL["align.margin.v1"]] = (top - _runner_up(scores)) / total
+            f[_COL["align.competitors.v1"]] = float(_at_least(scores, 0.8 * top) - 1)
         f[_COL["align.subject.v1"]] = 1.0 if items and best >= 0 and best in present[0] else 0.0
         f[_COL["align.second_used.v1"]] = 1.0 if second >= 0 else 0.0
         f[_COL["align.evidence_items.v1"]] = math.log1p(len(idx.readings[best].keys)) if best >= 0 else 0.0
@@ -528,8 +574,8 @@ class EvidenceEngine:
             f[_COL["word.borrowed_negated.v1"]] = nb
         # the word alignment of the claim with its evidence sentence
         ev_keys = ev_reading.keys if ev_reading else ()
-        ev_canon, ev_pos, _ = idx.unit_view(best) if best >= 0 else ((), {}, {})
-        blocks, lo, hi = _blocks(keys, ev_keys, ev_canon)
+        ev_canon, ev_pos, _, ev_ids = idx.unit_view(best) if best >= 0 else ((), {}, {}, None)
+        blocks, lo, hi = _blocks(keys, ev_keys, ev_canon, ev_ids)
         claim_alias = set()
         for k in items:
             claim_alias.update(_aliases(k))
@@ -673,7 +719,7 @@ class EvidenceEngine:
                 diffs.append(Difference(c, kind, cspan, ctext, ev, et,
                                         "/".join([",".join(sorted(a_set)), ",".join(sorted(d_set))])))
         strength = float(f[_COL["align.recall.v1"]])
-        return ClaimEvidence(start, end, output[start:end], unit, strength, f, diffs)
+        return ClaimEvidence(start, end, output[start:end], unit, strength, np.array(f, dtype=np.float64), diffs)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -688,15 +734,32 @@ _SWAP_SLOT = 3
 swap (``ENTITY_CONFLICT``); a longer one pairs nothing word for word."""
 
 
-def _blocks(claim_keys, ev_keys, ev_canon=None):
+_ALIGN = kernel("evqual.evidence._align", "nonequal_blocks")  # the compiled alignment, or None: difflib
+
+
+def _ids(canon) -> tuple:
+    """``({key: id}, ids)``: the keys numbered from 0 in order of first occurrence, and each key's id."""
+    ids: dict = {}
+    return ids, [ids.setdefault(k, len(ids)) for k in canon]
+
+
+def _blocks(claim_keys, ev_keys, ev_canon=None, ev_ids=None):
     """The non-equal blocks ``(i1, i2, j1, j2)`` of the alignment of the claim's items with the evidence's
     (difflib's longest matching blocks, names and words compared alike), and the evidence index range
-    ``[lo, hi)`` between the first and the last shared item.  ``ev_canon``: the evidence keys already
-    canonical (:meth:`_Index.unit_view`)."""
+    ``[lo, hi)`` between the first and the last shared item.  ``ev_canon``, ``ev_ids``: the evidence keys
+    already canonical, and :func:`_ids` of them (:meth:`_Index.unit_view`).
+
+    The compiled kernel (``evqual/evidence/_align.pyx``) aligns the keys as integer ids with difflib's
+    algorithm; without it, difflib aligns the strings.  Both give the same blocks."""
     if not ev_keys:
         return [(0, len(claim_keys), 0, 0)] if claim_keys else [], 0, 0
-    a = [_canon(k) for k in claim_keys]
     b = list(ev_canon) if ev_canon is not None else [_canon(k) for k in ev_keys]
+    align = _ALIGN
+    if align is not None:
+        index, b_ids = ev_ids if ev_ids is not None else _ids(b)
+        get = index.get
+        return align([get(_canon(k), -1) for k in claim_keys], b_ids)
+    a = [_canon(k) for k in claim_keys]
     sm = SequenceMatcher(None, a, b, autojunk=False)
     ops = sm.get_opcodes()
     eq = [(j1, j2) for tag, _, _, j1, j2 in ops if tag == "equal"]

@@ -26,15 +26,16 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
+from operator import itemgetter
 from typing import NamedTuple
 
-from ..text import STOP_WORDS
+from ..text import STOP_WORDS, word_spans
 from ._lexicon import logic_lexicon, stems, synonym_map
 from ._values import read_values
 
 __all__ = ["SpanReading", "read_span", "NEGATIVE_PREFIXES"]
 
-_TOKEN_RE = re.compile(r"[^\W_]+(?:'[a-z]+)?")
+_POSITION = itemgetter(0, 2)  # an item's token position, then its start
 _CAMEL_RE = re.compile(r"[a-z][A-Z]")
 _CAMEL_PART_RE = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 NEGATIVE_PREFIXES = ("un", "in", "im", "il", "ir", "dis", "non")
@@ -83,27 +84,27 @@ def _is_name(tok: str, i: int, toks, text: str) -> bool:
     return i + 1 < len(toks) and toks[i + 1][2][:1].isupper()
 
 
-def _span_tokens(piece: str, offset: int = 0) -> list:
-    """``(start, end, word)`` of the words of ``piece``, offsets plus ``offset``; a camel-case record key
-    ("OutdoorSeating") reads as its words."""
-    if not _CAMEL_RE.search(piece):  # (two adjacent letters are in one token: no token has one either)
-        return [(m.start() + offset, m.end() + offset, m.group()) for m in _TOKEN_RE.finditer(piece)]
-    toks = []
-    for m in _TOKEN_RE.finditer(piece):
-        a, w = m.start() + offset, m.group()
+def _span_tokens(text: str, start: int, end: int) -> list:
+    """``(start, end, word)`` of the words of ``text[start:end]`` (a word takes an apostrophe and the lower-case
+    letters after it); a camel-case record key ("OutdoorSeating") reads as its words."""
+    toks = word_spans(text, start, end, apostrophe=True)
+    if not _CAMEL_RE.search(text, start, end):  # (two adjacent letters are in one token: no token has one either)
+        return toks
+    out = []
+    for a, b, w in toks:
         if _CAMEL_RE.search(w):
             for sub in _CAMEL_PART_RE.finditer(w):
-                toks.append((a + sub.start(), a + sub.end(), sub.group()))
+                out.append((a + sub.start(), a + sub.end(), sub.group()))
         else:
-            toks.append((a, m.end() + offset, w))
-    return toks
+            out.append((a, b, w))
+    return out
 
 
 def read_span(text: str, start: int = 0, end: int | None = None) -> SpanReading:
     """Read ``text[start:end]`` (offsets of the result are into ``text``)."""
     end = len(text) if end is None else end
     piece = text[start:end]
-    toks = _span_tokens(piece, start)
+    toks = _span_tokens(text, start, end)
     lows = [t[2].lower() for t in toks]
     for k, w in enumerate(lows):
         if "'" in w:
@@ -172,7 +173,7 @@ def read_span(text: str, start: int = 0, end: int | None = None) -> SpanReading:
         if covered[k]:
             continue
         low = lows[k]
-        if _is_name(tok, k, toks, text) and low not in STOP_WORDS:
+        if tok[:1].isupper() and _is_name(tok, k, toks, text) and low not in STOP_WORDS:  # (a name is capitalised)
             items.append((k, "n:" + _STATE_CODES.get(low, low), a, b))
             continue
         if low in STOP_WORDS or len(low) < 2:
@@ -181,6 +182,6 @@ def read_span(text: str, start: int = 0, end: int | None = None) -> SpanReading:
         items.append((k, "w:" + s, a, b))
         if low.endswith("est") and len(low) > 5 and low not in _NOT_SUPERLATIVE:
             items.append((k, "L:comparison:superlative", a, b))
-    items.sort(key=lambda t: (t[0], t[2]))
-    return SpanReading(tuple(t[1] for t in items), tuple((t[2], t[3]) for t in items), negated, len(toks),
-                       tuple(t[4] if len(t) > 4 else None for t in items))
+    items.sort(key=_POSITION)
+    return SpanReading(tuple([t[1] for t in items]), tuple([(t[2], t[3]) for t in items]), negated, len(toks),
+                       tuple([t[4] if len(t) > 4 else None for t in items]))

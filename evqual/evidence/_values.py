@@ -33,7 +33,7 @@ import re
 from bisect import bisect_left
 from typing import NamedTuple
 
-from ..text import MONTHS, WEEKDAYS, extract_numbers
+from ..text import MONTHS, WEEKDAYS, extract_numbers, word_spans
 
 __all__ = ["Value", "read_values", "UNITS", "PERIODS", "RATE_WORDS", "COUNT_WORDS", "value_kind"]
 
@@ -121,7 +121,8 @@ _MONTH.update({m[:3]: i + 1 for i, m in enumerate(MONTHS) if m != "may"})
 _MONTH["sept"] = 9
 _WEEKDAY = {d: i + 1 for i, d in enumerate(WEEKDAYS)}
 _WEEKDAY.update({d + "s": i + 1 for i, d in enumerate(WEEKDAYS)})
-_TOKEN_RE = re.compile(r"[^\W_]+|[%$€£¥²]")
+_SYMBOLS = "%$€£¥²"  # a word each (² is a digit to ``re``: "km²" is one word)
+_TOKEN_RE = re.compile(r"[^\W_]+|[" + _SYMBOLS + "]")
 _DIGIT_RE = re.compile(r"\d")  # what the number, clock and time patterns need ...
 _NOON_RE = re.compile(r"noon|midnight", re.IGNORECASE)  # ... or the time pattern's two words
 _TRIGGERS = frozenset(_NUMBER_WORDS) | frozenset(COUNT_WORDS) | frozenset(RATE_WORDS) | frozenset(_MONTH) | \
@@ -159,7 +160,7 @@ def _fmt(x: float) -> str:
 
 
 def _tokens(text: str):
-    return [(m.start(), m.end(), m.group().lower(), m.group()) for m in _TOKEN_RE.finditer(text)]
+    return [(a, b, w.lower(), w) for a, b, w in word_spans(text, symbols=_SYMBOLS)]
 
 
 def _word_number(toks, i):

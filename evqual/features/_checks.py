@@ -120,6 +120,7 @@ from ..text import (
     english_stemmer,
     extract_numbers,
     split_sentences,
+    word_spans,
 )
 
 __all__ = ["CHECKS", "CLAIM_BACKEND", "EvidenceUnits", "Finding", "MIN_SLOT", "UNSUPPORTED_MIN",
@@ -377,13 +378,12 @@ def _tokens(text: str, start: int, end: int):
     """``(start, end, word, lower, stem or None)`` of each word of ``text[start:end]``."""
     cs = _CONTENT_STEM
     toks = []
-    for m in _WORD_RE.finditer(text, start, end):
-        w = m.group()
+    for a, b, w in word_spans(text, start, end):
         low = w.lower()
         st = cs.get(low, 0)
         if st == 0:
             st = _content_stem(low)
-        toks.append((m.start(), m.end(), w, low, st))
+        toks.append((a, b, w, low, st))
     return toks
 
 
@@ -1061,12 +1061,15 @@ class EvidenceUnits:
             return self._bounded(counts)
         if segs is None:
             segs = self.sentences_for(item.slot)
-        slot = sorted(item.slot)  # the candidates' order may pick one: never a set's order (a process's hash seed)
+        # the candidates' order may pick one: never a set's order (a process's hash seed)
+        keys = [(cls, st) for st in sorted(item.slot)]
         for seg in segs:
-            index = self.segment_items(seg)[1]
-            for st in slot:
-                for it in index.get((cls, st), ()):
-                    counts[it] = counts.get(it, 0) + 1
+            get = self.segment_items(seg)[1].get
+            for key in keys:
+                found = get(key)
+                if found:
+                    for it in found:
+                        counts[it] = counts.get(it, 0) + 1
         return self._bounded(counts)
 
     def _bounded(self, counts: dict) -> dict:

@@ -26,6 +26,7 @@ import weakref
 
 import numpy as np
 
+from .._build import kernel
 from ._lean import LeanObject
 
 __all__ = ["hgb_proba", "fast_proba", "fast_decision", "fast_calibrate"]
@@ -170,22 +171,9 @@ class _Compiled:
 
 
 _LOOP_PAIRS = 4096  # (row, tree) pairs up to which every pair takes every step (fewer numpy calls)
-_KERNEL: list = []
-
-
 def _kernel():
     """The compiled walker's ``raw_scores``, or ``None`` (not built, or ``EVQUAL_PURE_PYTHON`` set)."""
-    if not _KERNEL:
-        from .._build import pure_python_requested
-
-        fn = None
-        if not pure_python_requested():
-            try:
-                from ._treewalk import raw_scores as fn
-            except ImportError:
-                fn = None
-        _KERNEL.append(fn)
-    return _KERNEL[0]
+    return kernel("evqual.models._treewalk", "raw_scores")
 
 
 def _compiled(est):

@@ -16,7 +16,7 @@ from ._lexicon import ANTONYM_PAIRS, MONTHS, NUMBER_WORDS, QUANTIFIER_SWAPS, US_
 from ._numbers import NumberMention, context_number_values, extract_numbers, normalize_number
 from ._sentences import MAX_SENTENCE_CHARS, split_sentences
 from ._stem import STEMMER_BACKENDS, english_stemmer, stemmer_backend
-from ._tokens import STOP_WORDS, TOKEN_PATTERN, content_tokens, token_spans, tokenize
+from ._tokens import STOP_WORDS, TOKEN_PATTERN, content_tokens, token_spans, tokenize, word_spans
 
 __all__ = [
     "FUNCTION_WORDS",
@@ -55,4 +55,5 @@ __all__ = [
     "stemmer_backend",
     "token_spans",
     "tokenize",
+    "word_spans",
 ]

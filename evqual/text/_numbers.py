@@ -33,6 +33,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 from typing import NamedTuple
 
 __all__ = ["NumberMention", "extract_numbers", "normalize_number", "context_number_values"]
@@ -161,6 +162,21 @@ def extract_numbers(text: str) -> list[NumberMention]:
     >>> [(m.value, m.unit) for m in extract_numbers("It costs $23.70, up 16% from 1,600.")]
     [('23.7', '$'), ('16', '%'), ('1600', '')]
     """
+    if len(text) <= _CACHED_CHARS:
+        return list(_numbers_cached(text))
+    return _numbers(text)
+
+
+_CACHED_CHARS = 2000
+"""Texts up to this length have their mentions kept (a claim's are asked for by the engine and the checks)."""
+
+
+@lru_cache(maxsize=1024)
+def _numbers_cached(text: str) -> tuple:
+    return tuple(_numbers(text))
+
+
+def _numbers(text: str) -> list[NumberMention]:
     out = []
     taken = []
     for m in _TIME_RE.finditer(text):

@@ -10,11 +10,15 @@ carry the evidence signal, while stop words mostly measure length.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
-__all__ = ["tokenize", "content_tokens", "token_spans", "STOP_WORDS", "TOKEN_PATTERN"]
+from .._build import kernel
+
+__all__ = ["tokenize", "content_tokens", "token_spans", "word_spans", "STOP_WORDS", "TOKEN_PATTERN"]
 
 TOKEN_PATTERN = r"[^\W_]+"
 _TOKEN_RE = re.compile(TOKEN_PATTERN)
+_SCAN = kernel("evqual.text._scan", "scan_words")  # the compiled scanner, or None: the regular expressions
 # scikit-learn's ENGLISH_STOP_WORDS, written out so that reading text does not import scikit-learn (whose import
 # is most of a fresh process's start-up); tests/test_text.py checks that the two lists are equal
 STOP_WORDS: frozenset[str] = frozenset("""
@@ -77,3 +81,33 @@ def token_spans(text: str) -> list[tuple[int, int, str]]:
     [(0, 2, 'hi'), (4, 7, 'bob')]
     """
     return [(m.start(), m.end(), m.group().lower()) for m in _TOKEN_RE.finditer(text)]
+
+
+def word_spans(text: str, start: int = 0, end: int | None = None, *, apostrophe: bool = False,
+               symbols: str | None = None) -> list:
+    """``(start, end, word)`` of the words of ``text[start:end]`` as written, offsets into ``text``.
+
+    A word is a run of letters and digits (:data:`TOKEN_PATTERN`); with ``apostrophe``, a word followed by
+    an apostrophe and lower-case letters takes them (``"isn't"``, ``"Leeds's"``); each character of
+    ``symbols`` outside a word is a word of its own.  The compiled scanner (``evqual/text/_scan.pyx``) gives
+    what the regular expression gives, which runs without it.
+
+    Examples
+    --------
+    >>> word_spans("U.S.-based, isn't it?")
+    [(0, 1, 'U'), (2, 3, 'S'), (5, 10, 'based'), (12, 15, 'isn'), (16, 17, 't'), (18, 20, 'it')]
+    >>> word_spans("U.S.-based, isn't it?", 5, 17, apostrophe=True)
+    [(5, 10, 'based'), (12, 17, "isn't")]
+    >>> word_spans("$5, 16%", symbols="$%")
+    [(0, 1, '$'), (1, 2, '5'), (4, 6, '16'), (6, 7, '%')]
+    """
+    end = len(text) if end is None else end
+    if _SCAN is not None:
+        return _SCAN(text, start, end, apostrophe, symbols)
+    return [(m.start(), m.end(), m.group()) for m in _pattern(apostrophe, symbols or "").finditer(text, start, end)]
+
+
+@lru_cache(maxsize=32)
+def _pattern(apostrophe: bool, symbols: str):
+    word = TOKEN_PATTERN + (r"(?:'[a-z]+)?" if apostrophe else "")
+    return re.compile(word + ("|[" + re.escape(symbols) + "]" if symbols else ""))
