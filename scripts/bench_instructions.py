@@ -15,6 +15,18 @@ the instructions per answer, start-up and loading cancelled out.  The child runs
 Instructions are not time (a cache miss costs more than an add), so the script complements the timed
 benchmarks of ``scripts/bench.py``; it does not replace them.  Needs valgrind (Debian: ``apt-get install
 valgrind``); exit status 2 when valgrind is missing or the child fails.
+
+``--startup`` counts start-up instead: the instructions of a fresh process that imports ``evqual.scoring`` and
+runs ``Scorer.load()`` (the shipped model), and of a one-line ``python -m evqual score`` run, each after one
+untimed run that writes Python's bytecode caches (``PYTHONDONTWRITEBYTECODE`` is dropped).
+
+    python scripts/bench_instructions.py --startup --json startup.json
+
+``--case NAME`` counts the instructions of scoring one case of ``scripts/bench.py sizes`` (for example
+``product_3kx2k``): a process that loads the scorer, scores a warm-up answer, builds the case and scores it,
+minus one that stops before scoring it.
+
+    python scripts/bench_instructions.py --case product_3kx2k --json case.json
 """
 
 from __future__ import annotations
@@ -38,17 +50,77 @@ EvidenceFeaturizer().fit(examples[:20]).transform(examples)
 """
 
 
-def _count(data: str, n: int, timeout: float) -> int:
-    env = dict(os.environ, PYTHONHASHSEED="0")
-    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-           os.path.realpath(sys.executable), "-c", _CHILD, data, str(n)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+def _callgrind(argv: list, env: dict, timeout: float) -> int:
+    """Instructions of ``python *argv`` under callgrind."""
+    proc = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                           os.path.realpath(sys.executable), *argv],
+                          capture_output=True, text=True, env=env, timeout=timeout)
     if proc.returncode != 0:
         raise RuntimeError(f"the child failed ({proc.returncode}): {proc.stderr[-2000:]}")
     m = re.search(r"Collected\s*:\s*(\d+)", proc.stderr)
     if m is None:
         raise RuntimeError("valgrind printed no instruction count")
     return int(m.group(1))
+
+
+def _count(data: str, n: int, timeout: float) -> int:
+    return _callgrind(["-c", _CHILD, data, str(n)], dict(os.environ, PYTHONHASHSEED="0"), timeout)
+
+
+_ONE_LINE = {"id": "1", "query": "When did the bridge open?", "output": "The bridge opened in 1932.",
+             "context": "The bridge opened in 1932 after four years of work."}
+
+
+def _count_argv(argv: list, timeout: float) -> int:
+    """Instructions of ``python *argv`` under callgrind, after one untimed run (bytecode caches written)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONHASHSEED"] = "0"
+    subprocess.run([os.path.realpath(sys.executable), *argv], capture_output=True, env=env, timeout=timeout,
+                   check=False)
+    return _callgrind(argv, env, timeout)
+
+
+def bench_startup_instructions(*, timeout: float = 1800.0) -> dict:
+    """``{"scorer_import_and_load": ..., "score_one_line": ...}``: instructions of the two start-up runs."""
+    import tempfile
+
+    import evqual
+
+    with tempfile.TemporaryDirectory() as tmp:
+        line = os.path.join(tmp, "one.jsonl")
+        with open(line, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(_ONE_LINE) + "\n")
+        load = _count_argv(["-c", "from evqual.scoring import Scorer; Scorer.load()"], timeout)
+        score = _count_argv(["-m", "evqual", "score", line, "--out", os.path.join(tmp, "out.jsonl"),
+                             "--no-progress"], timeout)
+    return {"scorer_import_and_load": load, "score_one_line": score, "evqual": str(evqual.__file__)}
+
+
+_CASE = """
+import sys, warnings
+warnings.simplefilter("ignore")
+from evqual.bench import size_case_example
+from evqual.data import make_example
+from evqual.scoring import Scorer
+scorer = Scorer.load()
+scorer.score_examples([make_example(query="q?", context=["The bridge opened."], output="It opened.",
+                                    task_type="QA")])
+ex = size_case_example(sys.argv[1])
+if sys.argv[2] == "1":
+    scorer.score_examples([ex])
+"""
+
+
+def bench_case_instructions(case: str, *, timeout: float = 7200.0) -> dict:
+    """``{"case": ..., "instructions": ...}``: the instructions of scoring one size case (see the docstring)."""
+    import evqual
+    from evqual.bench import size_case_example
+
+    size_case_example(case)  # an unknown case is a ValueError here, before valgrind runs
+    without = _count_argv(["-c", _CASE, case, "0"], timeout)
+    with_case = _count_argv(["-c", _CASE, case, "1"], timeout)
+    return {"case": case, "instructions": with_case - without, "instructions_with": with_case,
+            "instructions_without": without, "evqual": str(evqual.__file__)}
 
 
 def bench_instructions(data: str | None = None, *, small: int = 40, large: int = 240,
@@ -70,13 +142,22 @@ def main(argv=None) -> int:
     ap.add_argument("--data", default=None, help="dataset path (default: the embedded sample)")
     ap.add_argument("--small", type=int, default=40, help="answers of the first run (default 40)")
     ap.add_argument("--large", type=int, default=240, help="answers of the second run (default 240)")
+    ap.add_argument("--startup", action="store_true",
+                    help="count start-up instead: import and load the shipped model; a one-line `evqual score`")
+    ap.add_argument("--case", default=None, metavar="NAME",
+                    help="count the scoring of one `bench.py sizes` case instead (for example product_3kx2k)")
     ap.add_argument("--json", default=None, help="also write the result here")
     args = ap.parse_args(argv)
     if shutil.which("valgrind") is None:
         print("error: valgrind is not installed (Debian: apt-get install valgrind)", file=sys.stderr)
         return 2
     try:
-        out = bench_instructions(args.data, small=args.small, large=args.large)
+        if args.startup:
+            out = bench_startup_instructions()
+        elif args.case is not None:
+            out = bench_case_instructions(args.case)
+        else:
+            out = bench_instructions(args.data, small=args.small, large=args.large)
     except (RuntimeError, ValueError, subprocess.TimeoutExpired) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

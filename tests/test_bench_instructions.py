@@ -32,6 +32,8 @@ def test_bad_sizes_and_missing_data_exit_2(tmp_path):
     assert r.returncode == 2 and "must be above" in r.stderr
     r = _run("--data", str(tmp_path / "missing.jsonl"), "--small", "1", "--large", "2")
     assert r.returncode == 2 and "missing.jsonl" in r.stderr
+    r = _run("--case", "nosuchcase")  # not a size case: the child fails, the script says so
+    assert r.returncode == 2 and "unknown size case" in r.stderr
 
 
 @pytest.mark.slow
@@ -43,3 +45,13 @@ def test_counts_instructions_per_answer_on_the_sample(tmp_path):
     res = json.loads(out.read_text())
     assert res["instructions_large"] > res["instructions_small"] > 0
     assert res["instructions_per_answer"] == round((res["instructions_large"] - res["instructions_small"]) / 4)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_counts_start_up_instructions(tmp_path):
+    out = tmp_path / "startup.json"
+    r = _run("--startup", "--json", str(out), timeout=1800)
+    assert r.returncode == 0, r.stderr
+    res = json.loads(out.read_text())
+    assert res["score_one_line"] > res["scorer_import_and_load"] > 10**8

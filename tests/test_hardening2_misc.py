@@ -86,17 +86,19 @@ def test_claim_units_no_longer_copy_the_answer_vocabulary(monkeypatch):
 
 # ---------------------------------------------------------------------------------------------- workers
 def test_jobs_are_capped_at_cores_and_blocks(tmp_path, monkeypatch):
+    import concurrent.futures
+
     import evqual.scoring._parallel as par
 
     seen = []
-    real = par.ProcessPoolExecutor
+    real = concurrent.futures.ProcessPoolExecutor  # imported by score_file_parallel when it runs
 
     class Spy(real):
         def __init__(self, *a, max_workers=None, **k):
             seen.append(max_workers)
             super().__init__(*a, max_workers=max_workers, **k)
 
-    monkeypatch.setattr(par, "ProcessPoolExecutor", Spy)
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Spy)
     src = tmp_path / "in.jsonl"
     src.write_text("\n".join(json.dumps({"id": str(i), "context": ["The bridge opened in 1932."],
                                          "output": f"It opened in {1930 + i}."}) for i in range(10)) + "\n")

@@ -47,13 +47,21 @@ def test_lean_results_equal_full_ones_to_the_bit(lean_and_full):
     assert json.dumps(got, sort_keys=True) == json.dumps(want, sort_keys=True)
 
 
+# what a scoring process does not import: scikit-learn and pandas (the lean load), and what start-up spent on
+# for nothing (issue 41, session 4): scipy (only the largest contexts' sparse path), numpy.random (a model's
+# unused feature subsampler), numpy.ma (np.unique in the audit), the process pool and TOML (other commands)
+_NOT_IMPORTED = ("sklearn", "pandas", "scipy", "numpy.random", "numpy.ma", "multiprocessing", "concurrent",
+                 "tomllib")
+
+
 def test_scoring_imports_no_scikit_learn():
     code = ("import sys\n"
             "from evqual.scoring import Scorer\n"
             "r = Scorer.load().score(query='When did it open?', context=['The bridge opened in 1932.'], "
             "output='It opened in 1932.')\n"
             "assert 0.0 <= r.risk <= 1.0\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('sklearn', 'pandas')))\n")
+            f"print(sorted(m for m in sys.modules if m.partition('.')[0] in {_NOT_IMPORTED!r} or "
+            f"m in {_NOT_IMPORTED!r}))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -174,6 +182,46 @@ def test_a_tampered_model_is_refused_on_the_lean_path_too(tmp_path):
         load_detector(tmp_path / "m")
     with pytest.raises(ModelLoadError, match="max_leaf_nodes"):
         Scorer.load(tmp_path / "m")
+
+
+def _rewrite_blob(src, dst, change):
+    """Copy the packed model of folder ``src`` to ``dst`` with ``change(blob)`` applied to its arrays (a
+    bytearray; meta.json's hash updated)."""
+    import hashlib
+    import shutil
+
+    shutil.copytree(src, dst)
+    path = dst / "model.evqpack"
+    with zipfile.ZipFile(path) as zf:
+        graph = zf.read("graph.json")
+        blob = bytearray(zf.read("arrays.bin"))
+    change(blob)
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("graph.json", graph)
+        zf.writestr("arrays.bin", bytes(blob))
+    meta = json.loads((dst / "meta.json").read_text())
+    meta["model_sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    (dst / "meta.json").write_text(json.dumps(meta))
+
+
+@pytest.mark.parametrize("field, bad", [("value", np.nan), ("num_threshold", np.inf), ("gain", -np.inf)])
+def test_a_non_finite_tree_node_is_refused_on_both_paths(lean_and_full, tmp_path, field, bad):
+    """The batched predictor check covers the node records' finiteness, so the object walk skips those arrays
+    (issue 41, session 4): a NaN or infinity in one node of one tree is still refused, lean and full."""
+    lean, _ = lean_and_full
+    nodes = lean.model_.response_model_._predictors[3][0].nodes
+
+    def change(blob):
+        at = bytes(blob).find(nodes.tobytes())
+        assert at >= 0
+        arr = nodes.copy()
+        arr[field][len(arr) // 2] = bad
+        blob[at:at + arr.nbytes] = arr.tobytes()
+
+    _rewrite_blob(default_model_path(), tmp_path / "m", change)
+    for lean_load in (True, False):
+        with pytest.raises(ModelLoadError, match="not finite"):
+            load_detector(tmp_path / "m", lean=lean_load)
 
 
 def test_expit_is_scipys_to_the_bit():

@@ -50,11 +50,41 @@ def _u8(b: bytes):
     (_u8(b"ab"), np.array([0, 1, 5]), "run from 0"),
     (_u8(b"\xff\xfe"), np.array([0, 1, 2]), "not valid UTF-8"),
     (_u8(b"aa"), np.array([0, 1, 2]), "holds a term twice"),
+    (_u8("éa".encode()), np.array([0, 1, 3]), "not valid UTF-8"),  # a boundary inside a character
+    (_u8("aé".encode()), np.array([0, 2, 3]), "not valid UTF-8"),
     (None, np.array([0]), "utf8_ must be"),
 ])
 def test_malformed_vocabulary_arrays_are_refused(data, offsets, match):
     with pytest.raises(ValueError, match=match):
         decode_vocabulary(data, offsets)
+
+
+def _decode_term_by_term(data, offsets):
+    """The reference: each term's bytes decoded alone (what decode_vocabulary did before issue 41)."""
+    raw, bounds = data.tobytes(), offsets.tolist()
+    vocab = {raw[a:b].decode("utf-8"): i for i, (a, b) in enumerate(zip(bounds, bounds[1:]))}
+    if len(vocab) != len(bounds) - 1:
+        raise ValueError("twice")
+    return vocab
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.binary(max_size=6) | st.text(max_size=4).map(str.encode), max_size=8), st.data())
+def test_decode_vocabulary_equals_decoding_each_term_alone(pieces, data):
+    """The one-pass decode accepts exactly what decoding each term alone accepts, with the same dict (order
+    included); pieces of random bytes and cut points inside characters are tried."""
+    raw = b"".join(pieces)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(raw)), max_size=6)))
+    offsets = np.array([0] + cuts + [len(raw)], dtype=np.int64) if raw or cuts else np.array([0], dtype=np.int64)
+    arr = _u8(raw)
+    try:
+        want = _decode_term_by_term(arr, offsets)
+    except (UnicodeDecodeError, ValueError):
+        with pytest.raises(ValueError):
+            decode_vocabulary(arr, offsets)
+        return
+    got = decode_vocabulary(arr, offsets)
+    assert got == want and list(got) == list(want)
 
 
 def test_encode_refuses_a_vocabulary_that_is_not_a_permutation():

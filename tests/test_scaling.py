@@ -86,6 +86,41 @@ def test_sparse_path_blocks_do_not_change_results(monkeypatch):
             assert np.array_equal(getattr(a, name), getattr(b, name)), name
 
 
+@pytest.mark.parametrize("exact_pairs", [None, 8])
+def test_one_sort_of_a_blocks_products_gives_the_floats_of_three(monkeypatch, exact_pairs):
+    """_sorted_alike sorts the three products of a block with one permutation (issue 41, session 4): the
+    same floats as sorting each alone, with every pair counted and with pairs from the rarer terms only."""
+    examples = load_sample().examples[:30]
+    if exact_pairs is not None:
+        monkeypatch.setattr(_similarity, "EXACT_PAIRS", exact_pairs)
+    one = _matches(examples, monkeypatch, -1)
+    monkeypatch.setattr(_similarity, "_sorted_alike", lambda prods: [_similarity._sorted(m) for m in prods])
+    three = _matches(examples, monkeypatch, -1)
+    for a, b in zip(one, three):
+        for name in FIELDS:
+            assert np.array_equal(getattr(a, name), getattr(b, name)), name
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 30), st.integers(1, 40), st.integers(1, 30), st.data())
+def test_sorted_alike_equals_sorting_each_product(n, v, c, data):
+    from scipy import sparse
+
+    def random_csr(rows, cols, seed, density):
+        return sparse.random(rows, cols, density=density, format="csr", random_state=seed,
+                             data_rvs=lambda k: np.arange(1, k + 1, dtype=np.float64))
+
+    seed = data.draw(st.integers(0, 2**16))
+    a = random_csr(n, v, seed, 0.4)
+    b = random_csr(v, c, seed + 1, 0.5)
+    prods = [a @ b, (a * 2.0) @ (b * 3.0), a @ (b * 0.5)]
+    got = _similarity._sorted_alike([m.copy() for m in prods])
+    want = [_similarity._sorted(m.copy()) for m in prods]  # (_sorted sorts in place)
+    for g, w in zip(got, want):
+        assert np.array_equal(g.indptr, w.indptr) and np.array_equal(g.indices, w.indices)
+        assert g.data.tobytes() == w.data.tobytes() and g.has_sorted_indices
+
+
 def test_sparse_path_handles_empty_sentences_and_contexts(monkeypatch):
     idx = _similarity.ContextIndex(["paris is in france", "berlin is in germany"])
     sentences = [[], ["paris", "france"], ["atlantis"], ["berlin", "germany", "paris"], ["paris", "berlin"]]

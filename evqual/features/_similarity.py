@@ -34,13 +34,22 @@ import re
 from collections import Counter, OrderedDict
 
 import numpy as np
-from scipy import sparse
 
 from .._deadline import check_deadline
 from ..text import STOP_WORDS, US_STATES, context_number_values, extract_numbers
 from ..text import TOKEN_PATTERN
 
+
 __all__ = ["ContextIndex", "SentenceMatch", "ContextCache", "BM25_K1", "BM25_B", "BM25_EPSILON"]
+
+
+def _sparse():
+    """scipy.sparse, imported on first use: only the large inputs' paths need it, and importing it costs a
+    scoring process a fifth of a second at start-up (issue 41)."""
+    from scipy import sparse
+
+    return sparse
+
 
 BM25_K1, BM25_B, BM25_EPSILON = 1.5, 0.75, 0.25
 _IDF_FLOOR = 1e-3
@@ -159,7 +168,7 @@ class ContextIndex:
             self._dense = True
             self._entry_values = (np.ones_like(vals), tfidf_vals, bm25_vals)
         else:
-            self._mats = tuple(sparse.csc_matrix((v, (rows, cols)), shape=(C, V))
+            self._mats = tuple(_sparse().csc_matrix((v, (rows, cols)), shape=(C, V))
                                for v in (np.ones_like(vals), tfidf_vals, bm25_vals))
             self._dense = False
             # a chunks x terms CSC matrix is, transposed, the terms x chunks CSR one (shared arrays)
@@ -266,7 +275,7 @@ class ContextIndex:
             order = np.lexsort((rows, cols))  # by term, then chunk: CSR order without duplicates
             indptr = np.zeros(shape[0] + 1, dtype=np.int64)
             np.cumsum(np.bincount(cols, minlength=shape[0]), out=indptr[1:])
-            self._term_chunk = tuple(sparse.csr_matrix((v[order], rows[order], indptr), shape=shape)
+            self._term_chunk = tuple(_sparse().csr_matrix((v[order], rows[order], indptr), shape=shape)
                                      for v in self._entry_values)
         return self._term_chunk
 
@@ -365,8 +374,8 @@ class SentenceMatch:
         rows = np.repeat(np.arange(S, dtype=np.int64), lengths)
         is_known = ids >= 0
         known_ids = ids[is_known]
-        cols = np.unique(known_ids)
-        k_local = np.searchsorted(cols, known_ids)
+        # (np.unique with an inverse: without one it imports numpy.ma, 18 ms of the first score)
+        cols, k_local = np.unique(known_ids, return_inverse=True)
         u = len(cols)
         novel_list = [t for t, j in zip(flat_toks, ids.tolist()) if j < 0]
         novel_cols = {t: i for i, t in enumerate(dict.fromkeys(novel_list))}
@@ -476,9 +485,9 @@ class SentenceMatch:
                 shape = (n, V)
                 if pairing is None:
                     ptr = indptr[r0:r1 + 1] - a
-                    inter, cnum, bm = (
-                        _sorted(sparse.csr_matrix((d[a:b], k_term[a:b], ptr), shape=shape) @ m)
-                        for d, m in zip(data, (TB, TT, TM)))
+                    inter, cnum, bm = _sorted_alike(
+                        [_sparse().csr_matrix((d[a:b], k_term[a:b], ptr), shape=shape) @ m
+                         for d, m in zip(data, (TB, TT, TM))])
                 else:
                     inter, cnum, bm = _paired_block(data, k_row, k_term, pairing[a:b], common[a:b], a, b, r0, n,
                                                     shape, (TB, TT, TM), chunk_term)
@@ -557,15 +566,16 @@ def _paired_block(data, k_row, k_term, pairing, common, a, b, r0, n, shape, term
     out = []
     for d, m in zip(data, term_chunk):
         vals = d[a:b]
-        rare = sparse.csr_matrix((vals[pairing], (rows[pairing], cols[pairing])), shape=shape)
-        out.append(_sorted(rare @ m))
+        rare = _sparse().csr_matrix((vals[pairing], (rows[pairing], cols[pairing])), shape=shape)
+        out.append(rare @ m)
+    out = _sorted_alike(out)
     if common.any():
         pattern = out[0]
         pr = np.repeat(np.arange(n), np.diff(pattern.indptr))
         pc = pattern.indices
         for prod, d, ct in zip(out, data, chunk_term):
             vals = d[a:b]
-            part = sparse.csr_matrix((vals[common], (rows[common], cols[common])), shape=shape)
+            part = _sparse().csr_matrix((vals[common], (rows[common], cols[common])), shape=shape)
             extra = np.asarray(part[pr].multiply(ct[pc]).sum(axis=1)).ravel()
             prod.data = prod.data + extra
     return out
@@ -576,6 +586,32 @@ def _sorted(m):
     m = m.tocsr()
     m.sort_indices()
     return m
+
+
+def _sorted_alike(prods: list) -> list:
+    """:func:`_sorted` of each of a block's three products, with one sort.  Their patterns are one (a sentence
+    and a chunk share a term), and scipy's product lays out equal patterns in one order: scipy sorts the
+    entries' positions (``0 .. nnz-1`` as values, exact in floats) once, and each product's values are
+    gathered in that order (the per-row sorts were a seventh of a 10k x 10k case, issue 41).  Products laid
+    out differently are sorted one by one."""
+    prods = [m.tocsr() for m in prods]
+    first = prods[0]
+    if not all(np.array_equal(m.indptr, first.indptr) and np.array_equal(m.indices, first.indices)
+               for m in prods[1:]):
+        return [_sorted(m) for m in prods]
+    if first.has_sorted_indices:
+        return prods
+    # (the first product's column indices are sorted in place here, and become every product's)
+    order = _sparse().csr_matrix((np.arange(first.nnz, dtype=np.float64), first.indices, first.indptr),
+                                 shape=first.shape, copy=False)
+    order.sort_indices()
+    indices, perm = order.indices, order.data.astype(np.int64)
+    del order
+    for m in prods:  # one product at a time: at most two arrays of nnz numbers more than before
+        m.data = m.data[perm]
+        m.indices = indices
+        m.has_sorted_indices = True
+    return prods
 
 
 def _row_max_first(indptr, values, n):

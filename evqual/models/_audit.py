@@ -263,7 +263,7 @@ def _kind(model_path) -> str:
 def _open_zip(data: bytes, model_path: Path) -> zipfile.ZipFile:
     """The zip, after checks of its directory (members, sizes, compression) and of every member's stream."""
     try:
-        zf = zipfile.ZipFile(io.BytesIO(data))
+        zf = _CheckedZip(io.BytesIO(data))
         infos = zf.infolist()
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError, KeyError,
             NotImplementedError) as exc:
@@ -295,21 +295,41 @@ def _open_zip(data: bytes, model_path: Path) -> zipfile.ZipFile:
                              f"file)")
     if not packed and zf.getinfo("schema.json").file_size > MAX_SCHEMA_BYTES:
         raise ModelLoadError(f"{model_path}: schema.json is larger than {MAX_SCHEMA_BYTES} bytes; refusing to load")
+    # the members read next are kept (a skops file's arrays are read by skops from the file's bytes)
     for info in infos:
-        problem = _inflates_as_declared(data, info)
+        chunks = [] if info.filename in (GRAPH_MEMBER, ARRAYS_MEMBER, "schema.json") else None
+        problem = _inflates_as_declared(data, info, chunks)
         if problem:
             raise ModelLoadError(f"{model_path}: zip member {_oneline(info.filename, 80)!r}: {problem}; "
                                  f"refusing to load")
+        if chunks is not None:
+            zf.checked[info.filename] = b"".join(chunks)
     return zf
+
+
+class _CheckedZip(zipfile.ZipFile):
+    """A zip whose members :func:`_open_zip` inflated and checked (:func:`_inflates_as_declared`) are kept in
+    :attr:`checked`: :meth:`read` returns those bytes instead of inflating the member a second time."""
+
+    def __init__(self, file):
+        super().__init__(file)
+        self.checked: dict = {}
+
+    def read(self, name, pwd=None):
+        key = name.filename if isinstance(name, zipfile.ZipInfo) else name
+        if pwd is None and key in self.checked:
+            return self.checked[key]
+        return super().read(name, pwd)
 
 
 _LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # signature, version, flags, method, time, date, crc, sizes, lengths
 _INFLATE_CHUNK = 1 << 16
 
 
-def _inflates_as_declared(data: bytes, info: zipfile.ZipInfo) -> str | None:
+def _inflates_as_declared(data: bytes, info: zipfile.ZipInfo, out: list | None = None) -> str | None:
     """What is wrong with a member's stream (``None`` when nothing): it must inflate to exactly its declared
-    size, never producing more than that plus one chunk, end its deflate stream, and match its CRC.
+    size, never producing more than that plus one chunk, end its deflate stream, and match its CRC.  ``out``
+    (a list) receives the member's bytes, in pieces (the caller keeps them only when nothing is wrong).
 
     zipfile itself trusts the stream: reading a member that declares 80 bytes
     inflates everything the stream holds (up to 2 GB in one call) before
@@ -332,6 +352,8 @@ def _inflates_as_declared(data: bytes, info: zipfile.ZipInfo) -> str | None:
         if info.compress_size != declared:
             return "a stored member whose sizes differ"
         crc = zlib.crc32(memoryview(data)[begin:end])
+        if out is not None:
+            out.append(data[begin:end])
     else:
         inflater = zlib.decompressobj(-15)
         produced, crc, pos = 0, 0, begin
@@ -344,14 +366,16 @@ def _inflates_as_declared(data: bytes, info: zipfile.ZipInfo) -> str | None:
                 pending = view[pos:min(end, pos + _INFLATE_CHUNK)]
                 pos += len(pending)
             try:
-                out = inflater.decompress(pending, _INFLATE_CHUNK)
+                chunk = inflater.decompress(pending, _INFLATE_CHUNK)
             except zlib.error as exc:
                 return f"not a valid deflate stream ({_oneline(exc, 80)})"
             pending = inflater.unconsumed_tail
-            produced += len(out)
+            produced += len(chunk)
             if produced > declared:
                 return f"inflates to more than the {declared} bytes it declares"
-            crc = zlib.crc32(out, crc)
+            crc = zlib.crc32(chunk, crc)
+            if out is not None:
+                out.append(chunk)
             if inflater.eof:
                 break
         if not inflater.eof:
@@ -778,7 +802,7 @@ def audit_objects(root, model_path, *, templates=None) -> None:
     def fail(where, problem):
         return ModelLoadError(f"{model_path}: {where}: {problem}; refusing to load")
 
-    seen_trees, checked = {}, set()
+    seen_trees, checked, finite = {}, set(), set()  # finite: ids of arrays already checked to be finite
     stack, visited = [(root, "model")], set()
     while stack:
         obj, where = stack.pop()
@@ -794,7 +818,8 @@ def audit_objects(root, model_path, *, templates=None) -> None:
                 raise fail(where, f"is {obj!r}: every number in a model must be finite")
             continue
         if isinstance(obj, np.ndarray):
-            _check_finite_array(obj, where, fail)
+            if id(obj) not in finite:
+                _check_finite_array(obj, where, fail)
             if obj.dtype == object:
                 stack.extend((v, f"{where}[{i}]") for i, v in enumerate(obj.ravel()) if type(v) not in _LEAVES)
             continue
@@ -821,7 +846,7 @@ def audit_objects(root, model_path, *, templates=None) -> None:
         if isinstance(obj, BaseGradientBoosting) and "estimators_" in vars(obj):
             _check_gb(obj, where, fail)
         if isinstance(obj, BaseHistGradientBoosting) and "_predictors" in vars(obj):
-            _check_hgb(obj, _n_features(obj, where, fail), where, fail, checked)
+            _check_hgb(obj, _n_features(obj, where, fail), where, fail, checked, finite)
         if isinstance(obj, TfidfVectorizer) and "vocabulary_" in vars(obj):
             _check_vocabulary(obj, where, fail)
         if hasattr(obj, "__dict__") and (type(obj).__module__.split(".")[0] in ("evqual", "sklearn")):
@@ -858,6 +883,13 @@ def _check_finite_array(arr: np.ndarray, where: str, fail) -> None:
                 raise fail(f"{where}[{name!r}]", "holds a value that is not finite")
     elif arr.dtype.kind in "fc" and not np.isfinite(arr).all():
         raise fail(where, "holds a value that is not finite")
+
+
+def _distinct(arr: np.ndarray) -> bool:
+    """Whether the 1-D ``arr`` holds no value twice (sorted neighbours differ; ``np.unique`` would import
+    ``numpy.ma``, a fiftieth of a second of a scoring process's start-up)."""
+    s = np.sort(arr, kind="stable")
+    return bool((s[1:] != s[:-1]).all())
 
 
 def _same_array(a, b) -> bool:
@@ -932,7 +964,7 @@ def _check_tree_arrays(left, right, feature, declared_depth, n_features: int, wh
         i = int(np.flatnonzero(bad)[0])
         raise fail(where, f"node {i} has children ({int(left[i])}, {int(right[i])}) outside ({i}, {n})")
     children = np.concatenate([left[inner], right[inner]])
-    if len(children) != n - 1 or len(np.unique(children)) != n - 1:
+    if len(children) != n - 1 or not _distinct(children):
         raise fail(where, "its nodes do not form one tree (a node no split reaches, or reached twice)")
     feature = np.asarray(feature, dtype=np.int64)
     bad = inner & ((feature < 0) | (feature >= n_features))
@@ -979,8 +1011,9 @@ def _check_gb(est, where, fail) -> None:
             raise fail(f"{where}.estimators_[{i}]", "n_outputs_ must be 1")
 
 
-def _check_hgb(est, n_features: int, where: str, fail, checked: set) -> None:
-    """The ``TreePredictor`` node arrays of a HistGradientBoosting estimator, and its baseline."""
+def _check_hgb(est, n_features: int, where: str, fail, checked: set, finite: set | None = None) -> None:
+    """The ``TreePredictor`` node arrays of a HistGradientBoosting estimator, and its baseline; ``finite``
+    receives the ids of the node arrays found finite (when all pass at once)."""
     from ._lean import HistGradientBoostingClassifier as LeanHGB, TreePredictor as LeanTree
 
     TreePredictor = LeanTree if isinstance(est, LeanHGB) else _sk_class(
@@ -1006,7 +1039,10 @@ def _check_hgb(est, n_features: int, where: str, fail, checked: set) -> None:
             if type(pred) is not TreePredictor:
                 raise fail(w, "must be a TreePredictor")
     trees = [pred for stage in predictors for pred in stage]
-    if not _predictors_pass(trees, n_features):  # a fault somewhere: each tree checked alone names it
+    if _predictors_pass(trees, n_features):
+        if finite is not None:
+            finite.update(id(vars(pred)["nodes"]) for pred in trees)
+    else:  # a fault somewhere: each tree checked alone names it
         for i, stage in enumerate(predictors):
             for j, pred in enumerate(stage):
                 _check_predictor(pred, n_features, f"{where}._predictors[{i}][{j}]", fail)
@@ -1020,7 +1056,9 @@ def _predictors_pass(trees, n_features: int) -> bool:
     tree, n - 1 distinct children (so every node but the root is the child of
     exactly one node), split features in range, no categorical split, the
     declared depths those of the tree (the root at 0, each child one below its
-    parent) and at most :data:`MAX_TREE_DEPTH`.  ``False`` says only that one
+    parent) and at most :data:`MAX_TREE_DEPTH`; and every number of the node
+    records finite (which the graph walk then need not check array by
+    array).  ``False`` says only that one
     tree may fail: :func:`_check_predictor` then finds and names it.  The
     shipped model's 990 trees took 0.15 s one by one.
     """
@@ -1040,6 +1078,9 @@ def _predictors_pass(trees, n_features: int) -> bool:
         arrays.append(nodes)
         sizes.append(len(nodes))
     nodes = np.concatenate(arrays)
+    for name in nodes.dtype.names:  # every number finite (the walk then skips these arrays)
+        if nodes.dtype[name].kind in "fc" and not np.isfinite(nodes[name]).all():
+            return False
     sizes = np.asarray(sizes, dtype=np.int64)
     starts = np.repeat(np.cumsum(sizes) - sizes, sizes)  # each node's tree's first node
     n_of = np.repeat(sizes, sizes)  # each node's tree's size
@@ -1057,7 +1098,7 @@ def _predictors_pass(trees, n_features: int) -> bool:
     if np.any(inner & ((feature < 0) | (feature >= n_features))):
         return False
     children = np.concatenate([(left + starts)[inner], (right + starts)[inner]])
-    if len(children) != len(nodes) - len(trees) or len(np.unique(children)) != len(children):
+    if len(children) != len(nodes) - len(trees) or not _distinct(children):
         return False
     if np.any(depth[local == 0] != 0) or depth.max() > MAX_TREE_DEPTH:
         return False
@@ -1090,8 +1131,12 @@ def _check_vocabulary(vec, where, fail) -> None:
     if not isinstance(vocab, dict) or not vocab:
         raise fail(f"{where}.vocabulary_", "must be a non-empty dict of terms to columns")
     n = len(vocab)
-    cols = np.fromiter((v if type(v) is int else -1 for v in vocab.values()), dtype=np.int64, count=n)
-    if not all(type(t) is str for t in vocab) or cols.min() < 0 or cols.max() >= n or len(np.unique(cols)) != n:
+    # the types are collected in C (map, set), and a permutation of 0..n-1 is n columns in range, each once
+    ok = set(map(type, vocab)) == {str} and set(map(type, vocab.values())) == {int} and \
+        0 <= min(vocab.values()) and max(vocab.values()) < n
+    if ok:
+        ok = bool((np.bincount(np.fromiter(vocab.values(), dtype=np.int64, count=n), minlength=n) == 1).all())
+    if not ok:
         raise fail(f"{where}.vocabulary_", f"must map its {n} terms to the columns 0..{n - 1}, once each")
     tfidf = vars(vec).get("_tfidf")
     idf = getattr(tfidf, "idf_", None) if tfidf is not None else None
@@ -1139,7 +1184,7 @@ def _check_shapes(obj, where, fail) -> None:
         if isinstance(names, (list, tuple)) and not isinstance(cols, str):
             arr = np.asarray(cols)
             if arr.ndim != 1 or arr.dtype.kind not in "iu" or (len(arr) and (arr.min() < 0 or arr.max() >= len(names))) \
-                    or len(np.unique(arr)) != len(arr):
+                    or not _distinct(arr):
                 raise fail(f"{where}.columns_", f"must be distinct positions in [0, {len(names)})")
         elif not isinstance(cols, (list, tuple)) or not all(type(c) is str for c in cols) or \
                 len(set(cols)) != len(cols):

@@ -155,13 +155,23 @@ def decode_vocabulary(data, offsets) -> dict:
         raise ValueError("vocabulary_offsets_ must be a 1-D int64 array")
     if offsets[0] != 0 or offsets[-1] != len(data) or np.any(np.diff(offsets) < 0):
         raise ValueError("vocabulary_offsets_ must run from 0 to the length of vocabulary_utf8_ without decreasing")
-    raw = data.tobytes()
-    bounds = offsets.tolist()
+    # One decode of the whole buffer, then the terms sliced from the text in C (map, zip): a 50,000-term
+    # vocabulary is part of every load (issue 41).  Byte offsets become character offsets by subtracting the
+    # UTF-8 continuation bytes before them; every term is valid UTF-8 exactly when the whole buffer is and no
+    # offset falls on a continuation byte (inside a character).
     try:
-        vocab = {raw[a:b].decode("utf-8"): i for i, (a, b) in enumerate(zip(bounds, bounds[1:]))}
+        text = data.tobytes().decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ValueError(f"vocabulary_utf8_ is not valid UTF-8 ({exc.reason})") from None
-    if len(vocab) != len(bounds) - 1:
+    continuation = (data & 0xC0) == 0x80
+    inside = offsets[:-1]
+    if continuation[inside[inside < len(data)]].any():
+        raise ValueError("vocabulary_utf8_ is not valid UTF-8 (a term boundary splits a character)")
+    before = np.zeros(len(data) + 1, dtype=np.int64)
+    np.cumsum(continuation, out=before[1:])
+    chars = (offsets - before[offsets]).tolist()
+    vocab = dict(zip(map(text.__getitem__, map(slice, chars[:-1], chars[1:])), range(len(chars) - 1)))
+    if len(vocab) != len(chars) - 1:
         raise ValueError("vocabulary_utf8_ holds a term twice")
     return vocab
 

@@ -791,8 +791,10 @@ def _load_lean(data: bytes, model_path: Path, meta: dict):
             if id(obj) in seen:
                 continue
             seen.add(id(obj))
-            if isinstance(obj, CompactTfidfVectorizer) and not obj.analyser_supported():
-                raise NotLean("a vectoriser's analyser")
+            if isinstance(obj, CompactTfidfVectorizer):
+                if not obj.analyser_supported():
+                    raise NotLean("a vectoriser's analyser")
+                continue  # its own state is a vocabulary and IDF weights (50,000 terms not walked one by one)
             if isinstance(obj, (list, tuple)):
                 stack.extend(obj)
             elif isinstance(obj, dict):
@@ -1082,7 +1084,7 @@ def load_detector(path, *, sha256: str | None = None, lean: bool = False):
                              f"{model_file_name(meta['format'])}; refusing to load")
     if data is None:
         data = _read_model_bytes(model_path)
-    digest = hashlib.sha256(data).hexdigest()
+        digest = hashlib.sha256(data).hexdigest()  # (with a pin, the digest above: one hash of the file)
     if digest != meta["model_sha256"].lower():
         raise ModelLoadError(f"{model_path}: SHA-256 {digest[:12]}... does not match meta.json "
                              f"({meta['model_sha256'][:12]}...); the file was modified after saving. Refusing to load.")

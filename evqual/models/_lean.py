@@ -196,6 +196,17 @@ ANALYSER_PARAMS = {"analyzer": "word", "input": "content", "encoding": "utf-8", 
 """The vectoriser parameters :meth:`CompactTfidfVectorizer.build_analyzer` reproduces (evqual's methods')."""
 
 
+class RandomGenerator(LeanObject):
+    """A numpy random generator's saved state (a boosting model's feature subsampler, which prediction never
+    draws from): a lean load keeps the checked state and does not import ``numpy.random``."""
+
+    stands_for = "numpy.random._generator.Generator"
+
+    def __init__(self, state: dict | None = None):
+        super().__init__()
+        self.state = state
+
+
 class _State(LeanObject):
     """Attributes scoring never reads (a boosting model's bins, labels and loss), kept as saved."""
 

@@ -508,6 +508,10 @@ class _Reader:
                 or type(state["has_uint32"]) is not int or type(state["uinteger"]) is not int
                 or not 0 <= state["uinteger"] < 2**32 or state["has_uint32"] not in (0, 1)):
             raise self.fail("a random generator's state is malformed")
+        if self.lean is not None:  # scoring never draws from it: its checked state, without numpy.random
+            from ._lean import RandomGenerator
+
+            return RandomGenerator(state)
         gen = np.random.Generator(getattr(np.random, state["bit_generator"])())
         gen.bit_generator.state = state
         return gen

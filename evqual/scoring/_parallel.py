@@ -16,12 +16,9 @@ line.  Audit records are written by the parent.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import warnings
 from collections import deque
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 
 from ._frame import _scorer
 from ._stream import _Output, count_lines, score_block, score_file
@@ -142,6 +139,8 @@ class _Block:
 
 
 def _context(start_method):
+    import multiprocessing  # here, not at import: a process that scores on one core never loads it
+
     methods = multiprocessing.get_all_start_methods()
     if start_method is None:
         # forkserver: workers start from a clean, single-threaded process (fork after OpenMP or threads can
@@ -233,6 +232,9 @@ def score_file_parallel(path, out, scorer, *, jobs=None, policy=None, audit=None
     if jobs == 1:
         return score_file(path, out, scoring, audit=audit, progress=progress, batch_size=batch_size, limits=limits,
                           include_context=include_context, stats=stats)
+    from concurrent.futures import ProcessPoolExecutor  # here: one-core scoring never loads them
+    from concurrent.futures.process import BrokenProcessPool
+
     policy = getattr(scoring, "policy", None)
     policy_dict = policy.to_dict() if policy is not None and audit is not None else None
     ctx = _context(start_method)

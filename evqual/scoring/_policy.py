@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 import os
-import tomllib
 from dataclasses import dataclass
 from numbers import Real
 
@@ -656,6 +655,8 @@ def load_policy(path) -> Policy:
     >>> load_policy(example).sensitive_threshold
     0.3
     """
+    import tomllib  # here: scoring without a policy file never loads it
+
     path = os.fspath(path)
     with open(path, "rb") as f:
         raw = f.read(_MAX_POLICY_BYTES + 1)
