@@ -30,7 +30,8 @@ PACKAGE = ROOT / "evqual"
 # lowest first; a package may import those of strictly lower layers (modules of the first and of the last
 # layer may also import each other: root helpers, and the command line's entry points)
 LAYERS = [
-    {"errors", "results", "_version", "_build", "_markdown", "_progress", "_files", "_deadline", "_estimator"},
+    {"errors", "results", "_version", "_build", "_markdown", "_progress", "_files", "_deadline", "_estimator",
+     "_gcpause"},
     {"text"},
     {"data"},
     {"evidence"},

@@ -206,6 +206,30 @@ def test_split_claims_offsets_are_ordered_and_inside(text):
             prev = b
 
 
+def test_one_set_of_claim_rules():
+    """The check family and the evidence engine cut claims with one implementation (issue 41: each had a
+    copy of the rules, and an answer was cut twice)."""
+    import evqual.evidence
+    import evqual.features
+    import evqual.text
+
+    assert evqual.features.split_claims is evqual.text.sentence_claims
+    assert evqual.evidence.split_claims is evqual.text.split_claims
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(max_size=300), st.text(max_size=300))
+def test_claim_checks_with_units_cut_before_equal_cutting_itself(context, output):
+    """What analyze passes (each sentence's units, cut once) gives what claim_checks cuts by itself."""
+    ev = EvidenceUnits([context])
+    sents = split_sentences(output)
+    units = [split_claims(output, s, e) for s, e in sents]
+    a_sent, a_found = claim_checks(output, sents, ev, "", units=units)
+    b_sent, b_found = claim_checks(output, sents, ev, "")
+    assert a_sent.keys() == b_sent.keys() and all(np.array_equal(a_sent[k], b_sent[k]) for k in a_sent)
+    assert [[repr(f) for f in fs] for fs in a_found] == [[repr(f) for f in fs] for fs in b_found]
+
+
 def test_featurizer_has_the_check_family():
     names = list_features(families=["check"])
     assert "check.date.v1" in names and "check.any.v1" in names

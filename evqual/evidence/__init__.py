@@ -34,13 +34,13 @@ from ._engine import (
     Difference,
     EvidenceEngine,
     Reading,
-    split_claims,
 )
 from ._lexicon import LOGIC_CLASSES, LogicLexicon, inflections, logic_lexicon, stem, synonym_map
 from ._model import ClaimModel, aggregate_constraints, claim_rows, monotonic_constraints, transformed_rows
 from ._reading import SpanReading, read_span
 from ._transforms import FLIP_TAGS, PRESERVE_TAGS, TransformedClaim, flip_claim, preserve_claim, transform_evidence
 from ._values import Value, read_values
+from ..text import split_claims  # the rules the engine cuts claims by (shared with the check family)
 
 __all__ = [
     "CLAIM_FEATURES",

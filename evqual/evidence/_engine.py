@@ -1,6 +1,6 @@
 """The evidence engine: align each claim of an answer to its evidence and read the whole difference.
 
-For every *claim* (a clause of the answer, :func:`split_claims`) the engine
+For every *claim* (a clause of the answer, :func:`evqual.text.split_claims`) the engine
 
 1. **aligns** it to the context sentence that shares the most of its content
    (words, names and values weighted by inverse sentence frequency, BM25's
@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import heapq
 import math
-import re
 from bisect import bisect_left
 from collections import OrderedDict
 from difflib import SequenceMatcher
@@ -47,41 +46,12 @@ import numpy as np
 
 from .._build import kernel
 from .._deadline import check_deadline
-from ..text import split_sentences
+from ..text import split_claims, split_sentences
 from ._lexicon import LOGIC_CLASSES, logic_lexicon, stem
 from ._reading import NEGATIVE_PREFIXES, SpanReading, read_span
 from ._values import value_kind
 
-__all__ = ["EvidenceEngine", "Reading", "ClaimEvidence", "Difference", "CLAIM_FEATURES", "split_claims"]
-
-_SPLIT_RE = re.compile(
-    r";\s+|\s+[\u2013\u2014-]\s+(?=(?:and|but|while|whereas|although|though|yet)\b)"
-    r"|,\s+(?=(?:and|but|or|while|whereas|although|though|yet|so|which|who)\s)"
-    r"|\s+(?=(?:but|whereas)\s)", re.IGNORECASE)
-_MIN_CLAIM = 12
-_ALNUM_RE = re.compile(r"[^\W_]")  # what str.isalnum() accepts, one character
-
-
-def split_claims(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
-    """Claim units of ``text[start:end]``: its sentences, cut at semicolons and at a comma or dash before a
-    conjunction (pieces under 12 characters stay with their neighbour).
-
-    >>> s = "The plant opened in 1932, but it closed in 1990; staff moved to Leeds. It reopened."
-    >>> [s[a:b] for a, b in split_claims(s)]
-    ['The plant opened in 1932', 'but it closed in 1990', 'staff moved to Leeds.', 'It reopened.']
-    """
-    end = len(text) if end is None else end
-    out = []
-    for s, e in split_sentences(text[start:end]):
-        s, e = s + start, e + start
-        cur = s
-        for m in _SPLIT_RE.finditer(text, s, e):
-            if m.start() - cur >= _MIN_CLAIM and e - m.end() >= _MIN_CLAIM:
-                out.append((cur, m.start()))
-                cur = m.end()
-        out.append((cur, e))
-    return [(a, b) for a, b in out if _ALNUM_RE.search(text, a, b)]
-
+__all__ = ["EvidenceEngine", "Reading", "ClaimEvidence", "Difference", "CLAIM_FEATURES"]
 
 # ------------------------------------------------------------------------------------------------ features
 
@@ -436,7 +406,7 @@ class EvidenceEngine:
     def read(self, output: str, chunks, query: str = "", claims=None) -> Reading:
         """Read ``output`` against ``chunks`` (list of evidence texts).
 
-        ``claims``: ``(start, end)`` spans of the output; default :func:`split_claims`.
+        ``claims``: ``(start, end)`` spans of the output; default :func:`evqual.text.split_claims`.
         """
         if isinstance(chunks, str):
             chunks = [chunks]

@@ -170,9 +170,7 @@ def transformed_rows(examples, engine: EvidenceEngine | None = None, *, seed: in
     X : ndarray, y : ndarray of int, tags : list of str, owner : ndarray of int (answer index)
     """
     from ..data import kept_spans
-    from ..text import split_sentences
-
-    from ._engine import split_claims
+    from ..text import split_claims, split_sentences
 
     engine = engine or EvidenceEngine()
     rows, ys, tags, owner = [], [], [], []

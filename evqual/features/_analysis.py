@@ -14,8 +14,9 @@ from functools import lru_cache
 import numpy as np
 
 from .._deadline import check_deadline
+from .._gcpause import gc_paused
 from ..evidence import CLAIM_FEATURES, EvidenceEngine
-from ..text import split_sentences
+from ..text import sentence_claims, split_sentences
 from ._checks import checks_response, claim_checks
 from ._drift import (
     drift_response,
@@ -226,10 +227,14 @@ def analyze(example, entities, cache: ContextCache | None = None, claims=None, e
                                  query_stems(q_set))
     negation_s = negation_sentence(output, sentences, sent_tokens, match.nearest, match.recall, index)
     check_deadline()
-    check_s, findings = claim_checks(output, sentences, index.evidence_units, example.query or "", claims)
+    # the rules' claim units, cut once for the checks and the engine (what each would cut by itself)
+    units = [sentence_claims(output, s, e) for s, e in sentences] if claims is None else None
+    check_s, findings = claim_checks(output, sentences, index.evidence_units, example.query or "", claims,
+                                     units=units)
     engine = engine if engine is not None else EvidenceEngine(cache_size=1)
     chunk_texts = [example.context[c.start:c.end] for c in example.chunks] or [example.context]
-    reading = engine.read(output, chunk_texts, example.query or "", claims=claims)
+    reading = engine.read(output, chunk_texts, example.query or "",
+                          claims=claims if claims is not None else [u for us in units for u in us])
     evidence_r, evidence_s = _evidence_features(reading, sentences)
 
     response: dict = {}
@@ -287,8 +292,9 @@ def analyze_many(examples, extractor=None, cache: ContextCache | None = None, pr
             claims = claim_splitter.split_batch(outs, [split_sentences(o) for o in outs])
         else:
             claims = [None] * len(batch)
-        for ex, ents, cl in zip(batch, entities, claims):
-            out.append(analyze(ex, ents, cache, cl, engine=engine))
+        with gc_paused():  # the analysis makes no reference cycles: collections would find nothing
+            for ex, ents, cl in zip(batch, entities, claims):
+                out.append(analyze(ex, ents, cache, cl, engine=engine))
         if progress is not None:
             progress(len(out))
     return out

@@ -119,6 +119,7 @@ from ..text import (
     antonyms_of,
     english_stemmer,
     extract_numbers,
+    sentence_claims,
     split_sentences,
     word_spans,
 )
@@ -162,10 +163,6 @@ _CLAUSE_TURN = re.compile(r"[;:]|,\s+(?:and|but|or|while|whereas|although|though
 
 _WORD_RE = re.compile(r"[^\W_]+")
 _FIELD_RE = re.compile(r"[^:.!?\n]{1,80}: \S")
-_SPLIT_RE = re.compile(
-    r";\s+|\s+[\u2013\u2014-]\s+(?=(?:and|but|while|whereas|although|though|yet)\b)"
-    r"|,\s+(?=(?:and|but|or|while|whereas|although|though|yet|so|which|who)\s)"
-    r"|\s+(?=(?:but|whereas)\s)", re.IGNORECASE)
 _NEG_CUES = frozenset({"no", "not", "never", "without", "lacks", "lack", "lacking", "neither", "nor", "cannot",
                        "none", "nobody", "nothing", "unable", "failed", "fails", "fail", "refused", "refuses",
                        "denied", "denies", "declined", "t", "nt", "avoid", "avoids", "avoided", "avoiding",
@@ -290,20 +287,9 @@ def stem(word: str) -> str:
     return english_stemmer().stemWord(word)
 
 
-def split_claims(text: str, start: int, end: int) -> list[tuple[int, int]]:
-    """Claim units of the sentence ``text[start:end]`` as ``(start, end)`` offsets.
-
-    >>> s = "The plant opened in 1932, but it closed in 1990; staff moved to Leeds."
-    >>> [s[a:b] for a, b in split_claims(s, 0, len(s))]
-    ['The plant opened in 1932', 'but it closed in 1990', 'staff moved to Leeds.']
-    """
-    out, cur = [], start
-    for m in _SPLIT_RE.finditer(text, start, end):
-        if m.start() - cur >= 12 and end - m.end() >= 12:
-            out.append((cur, m.start()))
-            cur = m.end()
-    out.append((cur, end))
-    return [(a, b) for a, b in out if any(c.isalnum() for c in text[a:b])]
+split_claims = sentence_claims
+"""Claim units of one sentence, backend ``"rules"``: :func:`evqual.text.sentence_claims` under its earlier
+name (the evidence engine cuts with the same rules)."""
 
 
 class Finding:
@@ -1671,7 +1657,8 @@ def _query_stems(query: str) -> frozenset:
     return frozenset(t[4] for t in _tokens(query, 0, len(query)) if t[4] is not None)
 
 
-def claim_checks(output: str, sentences, ev: EvidenceUnits, query: str = "", claim_spans=None) -> tuple[dict, list]:
+def claim_checks(output: str, sentences, ev: EvidenceUnits, query: str = "", claim_spans=None,
+                 units=None) -> tuple[dict, list]:
     """Per-sentence check counts (``sent.check.*``) and each sentence's findings.
 
     Parameters
@@ -1686,7 +1673,10 @@ def claim_checks(output: str, sentences, ev: EvidenceUnits, query: str = "", cla
     claim_spans : list of (start, end), optional
         The output's claim units from another backend
         (:class:`evqual.text.SpacyClaimSplitter`); by default each sentence is
-        cut with :func:`split_claims` (backend ``"rules"``).
+        cut with :func:`evqual.text.sentence_claims` (backend ``"rules"``).
+    units : list of list of (start, end), optional
+        Each sentence's rules units, already cut (:func:`evqual.features.analyze` cuts them once for
+        this family and the evidence engine); ignored with ``claim_spans``.
 
     Returns
     -------
@@ -1705,16 +1695,18 @@ def claim_checks(output: str, sentences, ev: EvidenceUnits, query: str = "", cla
     out_lower = {w for w in out_tokens if w.islower()}
     for i, (s, e) in enumerate(sentences):
         seen = set()
-        units = split_claims(output, s, e) if claim_spans is None else \
-            [(max(a, s), min(b, e)) for a, b in claim_spans if a < e and b > s] or [(s, e)]
-        sent_toks = _tokens(output, s, e) if len(units) > 1 else None
+        if claim_spans is not None:
+            units_i = [(max(a, s), min(b, e)) for a, b in claim_spans if a < e and b > s] or [(s, e)]
+        else:
+            units_i = units[i] if units is not None else sentence_claims(output, s, e)
+        sent_toks = _tokens(output, s, e) if len(units_i) > 1 else None
         # the values the sentence states anywhere ("one or two tablets ..., but no more than eight"): an
         # evidence value the sentence states too is not one the claim replaced
-        sent_values = {m.value for m in extract_numbers(output[s:e])} if len(units) > 1 and \
+        sent_values = {m.value for m in extract_numbers(output[s:e])} if len(units_i) > 1 and \
             _DIGIT_RE.search(output, s, e) else set()
-        if len(units) > 1:
+        if len(units_i) > 1:
             sent_values.update(_WORD_VALUES[t[3]] for t in sent_toks if t[3] in _WORD_VALUES)
-        for a, b in units:
+        for a, b in units_i:
             check_deadline()
             # a unit's items, with slots that reach back into the sentence on the left (a coordinated
             # predicate keeps its subject: "... and closed in 1995") but not past a semicolon (an

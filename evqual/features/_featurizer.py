@@ -8,6 +8,7 @@ import threading
 import numpy as np
 
 from .._estimator import BaseEstimator, TransformerMixin, check_is_fitted
+from .._gcpause import gc_paused
 from ..data import Example, LoadResult, make_example
 from ..data import response_label, sentence_targets
 from ..evidence import EvidenceEngine
@@ -317,11 +318,15 @@ class EvidenceFeaturizer(TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self, "feature_names_out_")
         examples = as_examples(X)
-        if len(examples) <= TRANSFORM_CHUNK:
-            return self._assemble(*self.analyze(examples))
-        parts = [self._assemble(*self.analyze(examples[i:i + TRANSFORM_CHUNK]))
-                 for i in range(0, len(examples), TRANSFORM_CHUNK)]
-        return np.vstack(parts)
+        parts = []
+        for i in range(0, len(examples), TRANSFORM_CHUNK):
+            # the collector paused until the chunk's analyses are dropped: after the block it has only the
+            # context caches' new entries to look at, not a chunk of analyses (evqual/_gcpause.py)
+            with gc_paused():
+                parts.append(self._assemble(*self.analyze(examples[i:i + TRANSFORM_CHUNK])))
+        if len(parts) == 1:
+            return parts[0]
+        return np.vstack(parts) if parts else self._assemble(examples, [])
 
     def assemble(self, examples, analyses) -> np.ndarray:
         """The feature matrix of already computed ``(examples, analyses)`` (what :meth:`analyze` returns),

@@ -1,6 +1,12 @@
 """Text primitives: tokens, sentences, numbers and entities (all deterministic)."""
 
-from ._claims import CLAIM_BACKENDS, SpacyClaimSplitter, claim_units_from_boundaries
+from ._claims import (
+    CLAIM_BACKENDS,
+    SpacyClaimSplitter,
+    claim_units_from_boundaries,
+    sentence_claims,
+    split_claims,
+)
 from ._entities import (
     ENTITY_BACKENDS,
     SPACY_MODEL,
@@ -27,6 +33,8 @@ __all__ = [
     "CLAIM_BACKENDS",
     "SpacyClaimSplitter",
     "claim_units_from_boundaries",
+    "sentence_claims",
+    "split_claims",
     "ANTONYM_PAIRS",
     "MONTHS",
     "NUMBER_WORDS",

