@@ -125,3 +125,43 @@ def test_analysing_makes_no_cyclic_garbage(sample, gc_state):
     finally:
         gc.enable()
     assert found == 0, f"the analysis left {found} objects in reference cycles"
+
+
+def test_scoring_collects_nothing_while_it_scores(sample, gc_state):
+    """The scorer pauses the collector over a batch (reading, the model, the results): a handful of
+    collections with one due at every allocation; it fails when score_examples does not pause."""
+    from evqual.scoring import Scorer
+
+    scorer = Scorer.load()
+    examples = sample.examples[:8]
+    scorer.score_examples(examples)  # warm
+    counts = []
+    callback = lambda phase, info: counts.append(info["generation"]) if phase == "start" else None
+    gc.enable()
+    gc.set_threshold(1, 1, 1)
+    gc.callbacks.append(callback)
+    try:
+        results = scorer.score_examples(examples)
+    finally:
+        gc.callbacks.remove(callback)
+    assert len(results) == 8 and gc.isenabled()
+    assert len(counts) < 50, f"{len(counts)} collections during paused scoring"
+
+
+def test_scoring_makes_no_cyclic_garbage(sample, gc_state):
+    """What the scorer's pause relies on: scoring the sample (results and their JSON) leaves nothing for the
+    collector to find."""
+    from evqual.scoring import Scorer
+
+    scorer = Scorer.load()
+    scorer.score_examples(sample.examples[:3])  # warm
+    gc.collect()
+    gc.disable()
+    try:
+        results = scorer.score_examples(sample.examples)
+        [r.to_dict() for r in results]
+        del results
+        found = gc.collect()
+    finally:
+        gc.enable()
+    assert found == 0, f"scoring left {found} objects in reference cycles"

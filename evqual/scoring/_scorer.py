@@ -37,6 +37,7 @@ import json
 
 import numpy as np
 
+from .._gcpause import gc_paused
 from .._version import __version__
 from ..explain import CONTRADICTION_KINDS, citation_for, explanation_text, model_risk_reason, sentence_reasons
 from ..results import ModelInfo, ScoreResult, SentenceResult, SpanResult
@@ -302,20 +303,23 @@ class Scorer:
         if extras is not None and len(extras) != len(examples):
             raise ValueError(f"extras must hold one dict per example; got {len(extras)} for {len(examples)}")
         detector = self.detector
-        found = detector.detect(examples)
-        sthr = detector.sentence_threshold_ if detector.sentence_threshold_ is not None else detector.threshold_
-        info = self.model_info
-        claims = getattr(found, "claim_risk", None)
-        cthr = getattr(detector, "claim_threshold_", None)
-        oods = _ood_warnings(detector, found)
-        results = [self._result(ex, an, float(found.risk[k]),
-                                found.sentence_risk[k] if found.sentence_risk is not None else None,
-                                found.spans[k] if found.spans is not None else [], sthr, float(detector.threshold_),
-                                policy, info, extras[k] if extras is not None else {},
-                                claims[k] if claims is not None and cthr is not None else None, cthr, oods[k])
-                   for k, (ex, an) in enumerate(zip(found.examples, found.analyses))]
+        with gc_paused():  # reading, the model and the results make no reference cycles (evqual/_gcpause.py)
+            found = detector.detect(examples)
+            sthr = detector.sentence_threshold_ if detector.sentence_threshold_ is not None else detector.threshold_
+            info = self.model_info
+            claims = getattr(found, "claim_risk", None)
+            cthr = getattr(detector, "claim_threshold_", None)
+            oods = _ood_warnings(detector, found)
+            results = [self._result(ex, an, float(found.risk[k]),
+                                    found.sentence_risk[k] if found.sentence_risk is not None else None,
+                                    found.spans[k] if found.spans is not None else [], sthr,
+                                    float(detector.threshold_), policy, info, extras[k] if extras is not None else {},
+                                    claims[k] if claims is not None and cthr is not None else None, cthr, oods[k])
+                       for k, (ex, an) in enumerate(zip(found.examples, found.analyses))]
+            scored = found.examples
+            del found  # the analyses go before the collector is back on: it has nothing of theirs to walk
         if self.verifier is not None:
-            results = [self._verified(ex, r) if r.verify else r for ex, r in zip(found.examples, results)]
+            results = [self._verified(ex, r) if r.verify else r for ex, r in zip(scored, results)]
         return results
 
     def _verified(self, ex, result: ScoreResult) -> ScoreResult:
