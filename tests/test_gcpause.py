@@ -84,6 +84,19 @@ def _featurizer(sample):
         return EvidenceFeaturizer().fit(sample.examples[:10])
 
 
+def _collections_during(fn):
+    """``(fn(), collections started while it ran)`` with a collection due at every allocation."""
+    counts = []
+    callback = lambda phase, info: counts.append(info["generation"]) if phase == "start" else None
+    gc.enable()
+    gc.set_threshold(1, 1, 1)
+    gc.callbacks.append(callback)
+    try:
+        return fn(), len(counts)
+    finally:
+        gc.callbacks.remove(callback)
+
+
 def test_transform_collects_nothing_while_it_analyses(sample, gc_state):
     """With a collection due at every allocation, a transform sees a handful of collections (after its
     chunk's block), not one per allocation; it fails when the featurizer does not pause."""
@@ -91,18 +104,10 @@ def test_transform_collects_nothing_while_it_analyses(sample, gc_state):
     examples = sample.examples[:12]
     f.transform(examples)  # warm: lazy imports and caches
     f._contexts = None  # fresh context caches: the run reads the contexts again
-    counts = []
-    callback = lambda phase, info: counts.append(info["generation"]) if phase == "start" else None
-    gc.enable()
-    gc.set_threshold(1, 1, 1)
-    gc.callbacks.append(callback)
-    try:
-        X = f.transform(examples)
-    finally:
-        gc.callbacks.remove(callback)
+    X, n = _collections_during(lambda: f.transform(examples))
     assert X.shape[0] == 12
     assert gc.isenabled()
-    assert len(counts) < 50, f"{len(counts)} collections during a paused transform"
+    assert n < 50, f"{n} collections during a paused transform"
 
 
 def test_analysing_makes_no_cyclic_garbage(sample, gc_state):
@@ -135,17 +140,9 @@ def test_scoring_collects_nothing_while_it_scores(sample, gc_state):
     scorer = Scorer.load()
     examples = sample.examples[:8]
     scorer.score_examples(examples)  # warm
-    counts = []
-    callback = lambda phase, info: counts.append(info["generation"]) if phase == "start" else None
-    gc.enable()
-    gc.set_threshold(1, 1, 1)
-    gc.callbacks.append(callback)
-    try:
-        results = scorer.score_examples(examples)
-    finally:
-        gc.callbacks.remove(callback)
+    results, n = _collections_during(lambda: scorer.score_examples(examples))
     assert len(results) == 8 and gc.isenabled()
-    assert len(counts) < 50, f"{len(counts)} collections during paused scoring"
+    assert n < 50, f"{n} collections during paused scoring"
 
 
 def test_scoring_makes_no_cyclic_garbage(sample, gc_state):

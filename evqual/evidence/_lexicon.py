@@ -64,10 +64,6 @@ def _phrase_words(phrase: str) -> list[str]:
     return tokenize(phrase)
 
 
-def _phrase_stems(phrase: str) -> tuple[str, ...]:
-    return tuple(stems(_phrase_words(phrase)))
-
-
 def inflections(word: str) -> set:
     """The word and its regular inflections (-s, -es, -ed, -d, -ing; y -> ies/ied; e dropped before -ing;
     a final consonant doubled), so that a lexicon entry matches its forms and not its derivations.

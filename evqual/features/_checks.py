@@ -515,15 +515,6 @@ def _trend(toks, lo: int, hi: int, n: int):
     return None
 
 
-def _negated(toks, j: int, lo: int) -> bool:
-    if j + 1 < len(toks) and toks[j + 1][3] == "free":  # "visa-free"
-        return True
-    for k in range(max(lo, j - _NEG_REACH), j):
-        if toks[k][3] in _NEG_CUES:
-            return True
-    return False
-
-
 _NOT_NAMES = frozenset({"passage", "passages", "step", "steps", "section", "sections", "figure", "table",
                         "answer", "note", "source", "sources", "document", "documents", "context", "question",
                         "option", "part", "chapter", "item", "items", "example", "summary", "overview"})

@@ -36,7 +36,7 @@ from collections import Counter, OrderedDict
 import numpy as np
 
 from .._deadline import check_deadline
-from ..text import STOP_WORDS, US_STATES, context_number_values, extract_numbers
+from ..text import STOP_WORDS, US_STATES, context_number_values
 from ..text import TOKEN_PATTERN
 
 
@@ -177,7 +177,6 @@ class ContextIndex:
         # per-chunk sets are computed only when a numeric-conflict check needs them
         self.numbers: set[str] = context_number_values("\n".join(self.chunk_texts), context_words)
         self._chunk_numbers: dict[int, set[str]] = {}
-        self._chunk_mentions: dict[int, tuple] = {}
         self.chunk_tokens = chunk_tokens
         self._bigrams = None
         self._fields = None
@@ -249,13 +248,6 @@ class ContextIndex:
         got = self._chunk_numbers.get(k)
         if got is None:
             got = self._chunk_numbers[k] = context_number_values(self.chunk_texts[k])
-        return got
-
-    def chunk_mentions(self, k: int) -> tuple:
-        """Number mentions of chunk ``k`` (:func:`evqual.text.extract_numbers`, computed on first use)."""
-        got = self._chunk_mentions.get(k)
-        if got is None:
-            got = self._chunk_mentions[k] = tuple(extract_numbers(self.chunk_texts[k]))
         return got
 
     @property
