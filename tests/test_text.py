@@ -307,18 +307,3 @@ def test_scoring_a_str_subclass_equals_scoring_the_str():
     sub = scorer.score(query=_Accessor("When?"), context=_Accessor(ctx),
                        output=_Accessor("It opened in 1932, isn't it 40 m long?"))
     assert sub.risk == plain.risk and sub.sentences == plain.sentences
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.text(max_size=200), st.text(alphabet="_;, -\u2013", max_size=30))
-@example("a_b; \u00b2\u2160", "_")
-def test_claim_units_keep_what_has_a_letter_or_digit(text, extra):
-    """sentence_claims drops a unit with no letter or digit by a regular expression (``[^\\W_]``); the rule is
-    str.isalnum(), character by character, including digits and numerals outside ASCII (issue 41 session 5)."""
-    from evqual.text import sentence_claims
-    from evqual.text._claims import _ALNUM_RE
-
-    s = text + extra + text
-    assert bool(_ALNUM_RE.search(s)) == any(c.isalnum() for c in s)
-    for a, b in sentence_claims(s, 0, len(s)):
-        assert any(c.isalnum() for c in s[a:b])
