@@ -55,7 +55,10 @@ def test_span_tokens_equal_the_per_token_loop(text, start, end):
     """The engine's words of a window of the text (the compiled scanner since issue 41) equal the regular
     expression's words of the window cut out."""
     end = max(start, min(end, len(text)))
-    assert _reading._span_tokens(text, start, end) == _reference_span_tokens(text[start:end], start)
+    toks, plain = _reading._span_tokens(text, start, end)
+    assert toks == _reference_span_tokens(text[start:end], start)
+    if plain and not any("'" in t[2] for t in toks):  # what read_span gives the values reader as the words
+        assert [t[2] for t in toks] == re.findall(r"[^\W_]+", text[start:end])
 
 
 @given(_texts)
@@ -69,6 +72,56 @@ def test_read_values_shortcut_equals_the_full_reading(text):
     finally:
         _values._DIGIT_RE = saved
     assert fast == full
+
+
+@given(_texts, st.integers(0, 5), st.integers(0, 90))
+@example("Sept\u212a at ſeven, MİDNIGHT noon", 0, 40)
+@settings(max_examples=300, deadline=None)
+def test_read_span_passing_its_words_equals_the_values_reading_the_text(text, start, end):
+    """Issue 41, session 6: read_span gives the values reader the words it cut when they are the text's plain
+    words; the reading equals the one where the values reader cuts the text itself."""
+    end = max(start, min(end, len(text)))
+    fast = _reading.read_span(text, start, end)
+    saved = _reading.read_values
+    _reading.read_values = lambda piece, words=None: saved(piece)
+    try:
+        slow = _reading.read_span(text, start, end)
+    finally:
+        _reading.read_values = saved
+    assert fast == slow
+
+
+@given(_texts)
+@example("MİDNIGHT")
+@example("mıdnight and ſeven")
+@settings(max_examples=300, deadline=None)
+def test_value_gate_equals_the_regular_expressions(text):
+    """The values reader's shortcut (issue 41, session 6: ASCII text lower-cased once) decides as the ignored-case
+    pattern and the per-word lower-casing did."""
+    reference = bool(_values._DIGIT_RE.search(text) or _values._NOON_RE.search(text)
+                     or not _values._TRIGGERS.isdisjoint(map(str.lower, _values._TOKEN_RE.findall(text))))
+    assert _values._may_hold_value(text) == reference
+    words = [w.lower() for w in re.findall(r"[^\W_]+", text)]
+    assert _values._may_hold_value(text, words) == reference
+
+
+@given(_texts)
+@example("at noon")
+@example("MİDNIGHT")
+@settings(max_examples=300, deadline=None)
+def test_number_gate_skips_only_texts_without_numbers(text):
+    """extract_numbers and context_number_values skip the two scans when a text has no digit and no "noon" or
+    "midnight" (issue 41, session 6): what they find equals the scans run on every text."""
+    from evqual.text import _numbers
+
+    fast = (_numbers._numbers(text), _numbers.context_number_values(text))
+    saved = _numbers._may_hold_number
+    _numbers._may_hold_number = lambda t: True
+    try:
+        slow = (_numbers._numbers(text), _numbers.context_number_values(text))
+    finally:
+        _numbers._may_hold_number = saved
+    assert fast == slow
 
 
 def test_read_values_shortcut_keeps_every_value_kind():
@@ -229,3 +282,61 @@ def test_snowballstemmer_is_the_fallback(monkeypatch):
         assert _stem.english_stemmer().stemWord("opening") == "open"
     finally:
         _stem.stemmer_backend.cache_clear()
+
+
+# ------------------------------------------------------------------------------------------------ checks
+
+@given(_texts, st.integers(0, 5), st.integers(0, 90))
+@example("not now, (maybe)\u2013 later; yes.\nno", 0, 40)
+@settings(max_examples=300, deadline=None)
+def test_clause_breaks_equal_a_search_per_gap(text, start, end):
+    """The checks find the clause breaks between words in one scan (issue 41, session 6); each equals the
+    search of the gap between two words that it replaced, on whole sentences and on a unit's tail of them."""
+    from evqual.features import _checks
+
+    end = max(start, min(end, len(text)))
+    toks = _checks._tokens(text, start, end)
+    for words in (toks, toks[len(toks) // 2:]):
+        got = _checks._clause_breaks(text, words)
+        want = [k > 0 and _checks._CLAUSE_BREAK.search(text, words[k - 1][1], words[k][0]) is not None
+                for k in range(len(words))]
+        assert got == want
+
+
+# ------------------------------------------------------------------------------------------------ analysis
+
+def _reference_evidence_sentences(M, owner, n_sent, min_cols):
+    """The per-claim loop the runs replaced (issue 41, session 6)."""
+    S = np.zeros((n_sent, M.shape[1]))
+    seen = np.zeros(n_sent, dtype=bool)
+    for row, o in zip(M, owner):
+        if not seen[o]:
+            S[o] = row
+            seen[o] = True
+        else:
+            S[o] = np.where(min_cols, np.minimum(S[o], row), np.maximum(S[o], row))
+    return S
+
+
+@given(st.lists(st.integers(0, 60), max_size=8), st.integers(1, 5), st.randoms(use_true_random=False))
+@settings(max_examples=200, deadline=None)
+def test_evidence_sentence_rows_equal_the_claim_loop(claim_starts, n_sent, rnd):
+    """A sentence's evidence row is the max (min) of its claims' rows, claims in any order; -0.0 and 0.0 and
+    ties kept as the loop kept them."""
+    from types import SimpleNamespace
+
+    from evqual.evidence import CLAIM_FEATURES
+    from evqual.features import _analysis
+
+    sentences = [(12 * i, 12 * i + 10) for i in range(n_sent)]
+    values = [0.0, -0.0, 1.0, 0.5, 2.0, -1.0]
+    M = np.array([[rnd.choice(values) for _ in CLAIM_FEATURES] for _ in claim_starts]).reshape(
+        len(claim_starts), len(CLAIM_FEATURES))
+    claims = [SimpleNamespace(start=s) for s in claim_starts]
+    reading = SimpleNamespace(matrix=M, claims=claims)
+    _, sent = _analysis._evidence_features(reading, sentences)
+    got = np.column_stack([sent["sent.evidence." + n] for n in CLAIM_FEATURES]) if n_sent else None
+    owner = _analysis.claim_sentences(claims, sentences) if len(M) else []
+    want = _reference_evidence_sentences(M, owner, n_sent, _analysis._MIN_COLS)
+    np.testing.assert_array_equal(got, want)
+    assert (np.signbit(got) == np.signbit(want)).all()

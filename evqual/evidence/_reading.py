@@ -84,12 +84,13 @@ def _is_name(tok: str, i: int, toks, text: str) -> bool:
     return i + 1 < len(toks) and toks[i + 1][2][:1].isupper()
 
 
-def _span_tokens(text: str, start: int, end: int) -> list:
+def _span_tokens(text: str, start: int, end: int) -> tuple:
     """``(start, end, word)`` of the words of ``text[start:end]`` (a word takes an apostrophe and the lower-case
-    letters after it); a camel-case record key ("OutdoorSeating") reads as its words."""
+    letters after it); a camel-case record key ("OutdoorSeating") reads as its words.  Returns ``(words,
+    whether no camel-case word was cut)``."""
     toks = word_spans(text, start, end, apostrophe=True)
     if not _CAMEL_RE.search(text, start, end):  # (two adjacent letters are in one token: no token has one either)
-        return toks
+        return toks, True
     out = []
     for a, b, w in toks:
         if _CAMEL_RE.search(w):
@@ -97,25 +98,29 @@ def _span_tokens(text: str, start: int, end: int) -> list:
                 out.append((a + sub.start(), a + sub.end(), sub.group()))
         else:
             out.append((a, b, w))
-    return out
+    return out, False
 
 
 def read_span(text: str, start: int = 0, end: int | None = None) -> SpanReading:
     """Read ``text[start:end]`` (offsets of the result are into ``text``)."""
     end = len(text) if end is None else end
     piece = text[start:end]
-    toks = _span_tokens(text, start, end)
+    toks, plain = _span_tokens(text, start, end)
     lows = [t[2].lower() for t in toks]
     for k, w in enumerate(lows):
         if "'" in w:
             lows[k] = "not" if w.endswith("n't") else w.split("'")[0]
+            plain = False
+    # plain: the words are the text's TOKEN_PATTERN words (no apostrophe joined, no camel case cut), which
+    # the values reader may use instead of cutting the text again
+    values = read_values(piece, words=lows if plain else None)
     st = stems(lows)
     items: list[tuple[int, str, int, int]] = []  # (token position, key, start, end)
     covered = [False] * len(toks)
     # values
     value_starts = set()
     tok_starts = [t[0] for t in toks]
-    for v in read_values(piece):
+    for v in values:
         a, b = v.start + start, v.end + start
         first = None
         # the tokens inside [a, b]: a run from the first starting at or after a (tokens are ordered and do not

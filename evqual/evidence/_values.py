@@ -196,10 +196,28 @@ def _word_number(toks, i):
     return val, j
 
 
-def read_values(text: str) -> list[Value]:
-    """Every value of ``text`` in order of position (see the module docstring for keys)."""
-    if not _DIGIT_RE.search(text) and not _NOON_RE.search(text) and \
-            _TRIGGERS.isdisjoint(map(str.lower, _TOKEN_RE.findall(text))):
+def _may_hold_value(text: str, words=None) -> bool:
+    """Whether a rule of :func:`read_values` can start in ``text``: a digit, "noon" or "midnight", or a word of
+    :data:`_TRIGGERS`.  ``words``: the lower-cased words of ``text`` as :data:`evqual.text.TOKEN_PATTERN` cuts
+    them, when the caller has them (the symbols of ``_TOKEN_RE`` are no trigger)."""
+    if _DIGIT_RE.search(text):
+        return True
+    if text.isascii():  # (ASCII: lower-casing is one letter for one, as re's ignored case is)
+        low = text.lower()
+        if "noon" in low or "midnight" in low:
+            return True
+        return not _TRIGGERS.isdisjoint(words if words is not None else _TOKEN_RE.findall(low))
+    if _NOON_RE.search(text):
+        return True
+    return not _TRIGGERS.isdisjoint(words if words is not None else map(str.lower, _TOKEN_RE.findall(text)))
+
+
+def read_values(text: str, *, words=None) -> list[Value]:
+    """Every value of ``text`` in order of position (see the module docstring for keys).
+
+    ``words``: the lower-cased words of ``text`` as :data:`evqual.text.TOKEN_PATTERN` cuts them, if the
+    caller has them already (they only decide, faster, that a text holds no value)."""
+    if not _may_hold_value(text, words):
         return []  # no digit and no word any rule below starts from: no value (most sentences)
     toks = _tokens(text)
     if not toks:
@@ -210,7 +228,7 @@ def read_values(text: str) -> list[Value]:
     by_start = {s: i for i, s in enumerate(starts)}
     nums = []  # (tok_i, tok_j, value float or None, key of the plain number)
     taken = [False] * n
-    for m in _CLOCK_RE.finditer(text):
+    for m in _CLOCK_RE.finditer(text) if ":" in text else ():  # (a clock time has two colons)
         i = by_start.get(m.start())
         if i is None:
             continue

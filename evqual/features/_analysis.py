@@ -134,6 +134,8 @@ class Analysis:
 
 
 _MIN_COLS = None
+_RESP_NAMES = ["evidence." + n for n in CLAIM_FEATURES]
+_SENT_NAMES = ["sent.evidence." + n for n in CLAIM_FEATURES]
 
 
 def _evidence_features(reading, sentences):
@@ -148,19 +150,19 @@ def _evidence_features(reading, sentences):
     k = len(CLAIM_FEATURES)
     agg = np.where(_MIN_COLS, M.min(axis=0), M.max(axis=0)) if len(M) else np.zeros(k)
     resp = {"evidence.claims.v1": float(len(M))}
-    resp.update(zip(("evidence." + n for n in CLAIM_FEATURES), agg.tolist()))
+    resp.update(zip(_RESP_NAMES, agg.tolist()))
     n_sent = len(sentences)
     S = np.zeros((n_sent, k))
     if len(M) and n_sent:
+        # each sentence's claims as one run of rows (a stable sort: claims given out of order keep their order
+        # within a sentence), a sentence's row the max (min) of its run, reduced left to right as a loop would
         owner = claim_sentences(reading.claims, sentences)
-        seen = np.zeros(n_sent, dtype=bool)
-        for row, o in zip(M, owner):
-            if not seen[o]:
-                S[o] = row
-                seen[o] = True
-            else:
-                S[o] = np.where(_MIN_COLS, np.minimum(S[o], row), np.maximum(S[o], row))
-    sent = {"sent.evidence." + name: S[:, j] for j, name in enumerate(CLAIM_FEATURES)}
+        order = np.argsort(owner, kind="stable")
+        owner, M = owner[order], M[order]
+        starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+        S[owner[starts]] = np.where(_MIN_COLS, np.minimum.reduceat(M, starts, axis=0),
+                                    np.maximum.reduceat(M, starts, axis=0))
+    sent = dict(zip(_SENT_NAMES, S.T))
     return resp, sent
 
 

@@ -589,6 +589,23 @@ def _is_list_marker(text: str, a: int, b: int, toks, j: int) -> bool:
             and re.search(rf"(?<![\w.,]){int(digits) + 1}\s+[A-Z]", text[b:b + 600]) is not None)
 
 
+def _clause_breaks(text: str, toks) -> list:
+    """Per token: whether a clause break (:data:`_CLAUSE_BREAK`) lies between it and the word before (never for
+    the first).  One scan of the text between the first and the last word, not a search per pair of words: a
+    break character is never inside a word, so each one found belongs to the gap before the next word."""
+    n = len(toks)
+    out = [False] * n
+    if n < 2:
+        return out
+    k = 1
+    for m in _CLAUSE_BREAK.finditer(text, toks[0][1], toks[-1][0]):
+        pos = m.start()
+        while toks[k][0] <= pos:
+            k += 1
+        out[k] = True
+    return out
+
+
 def _negations(text: str, toks) -> set:
     """Indices of the tokens a negation cue ("not", "never", "rather than", ...) negates: the first content
     word after the cue, within
@@ -598,14 +615,15 @@ def _negations(text: str, toks) -> set:
     neg_pos = set()
     last_cue = -10  # (token index, clause number) of the previous cue
     clause = 0
+    breaks = _clause_breaks(text, toks)
     for k, t in enumerate(toks):
         low = t[3]
-        if k and _CLAUSE_BREAK.search(text, toks[k - 1][1], t[0]):
+        if breaks[k]:
             clause += 1
         if low in _NEG_CUES or (k and (low, toks[k - 1][3]) in _TWO_WORD_CUES):
             got = None
             for i in range(k + 1, min(n, k + 1 + _NEG_REACH)):
-                if _CLAUSE_BREAK.search(text, toks[i - 1][1], toks[i][0]):
+                if breaks[i]:
                     break
                 if toks[i][4] is not None:
                     got = i
@@ -628,9 +646,9 @@ def _clause_marked(text: str, toks) -> dict:
     out: dict = {}
     clause: list = []
     mark = None
-    prev_end = None
+    breaks = _clause_breaks(text, toks)
     for i, t in enumerate(toks):
-        if prev_end is not None and _CLAUSE_BREAK.search(text, prev_end, t[0]):
+        if breaks[i]:
             if mark:
                 out.update(dict.fromkeys(clause, mark))
             clause, mark = [], None
@@ -639,7 +657,6 @@ def _clause_marked(text: str, toks) -> dict:
             mark = "hedge"
         elif (t[3] in _NEG_CUES or t[3] in _HEDGES) and mark is None:
             mark = "cue"
-        prev_end = t[1]
     if mark:
         out.update(dict.fromkeys(clause, mark))
     return out
