@@ -22,6 +22,12 @@ untimed run that writes Python's bytecode caches (``PYTHONDONTWRITEBYTECODE`` is
 
     python scripts/bench_instructions.py --startup --json startup.json
 
+``--score`` counts scoring instead of featurizing: the child loads the shipped model (``Scorer.load()``) and scores
+the answers one at a time with ``score_batch([answer])``, as ``scripts/bench.py score`` times them (features,
+models, span tagger, reasons, policy).  The result is the instructions per scored answer.
+
+    python scripts/bench_instructions.py --score --data ../shared/data/ragtruth --json score.json
+
 ``--case NAME`` counts the instructions of scoring one case of ``scripts/bench.py sizes`` (for example
 ``product_3kx2k``): a process that loads the scorer, scores a warm-up answer, builds the case and scores it,
 minus one that stops before scoring it.
@@ -49,6 +55,18 @@ examples = load_data(data).examples[:int(sys.argv[2])]
 EvidenceFeaturizer().fit(examples[:20]).transform(examples)
 """
 
+_SCORE_CHILD = """
+import sys, warnings
+warnings.simplefilter("ignore")
+from evqual.data import load_data, sample_path
+from evqual.scoring import Scorer
+data = sys.argv[1] or sample_path()
+examples = load_data(data).examples[:int(sys.argv[2])]
+scorer = Scorer.load()
+for ex in examples:
+    scorer.score_batch([ex])
+"""
+
 
 def _callgrind(argv: list, env: dict, timeout: float) -> int:
     """Instructions of ``python *argv`` under callgrind."""
@@ -63,8 +81,9 @@ def _callgrind(argv: list, env: dict, timeout: float) -> int:
     return int(m.group(1))
 
 
-def _count(data: str, n: int, timeout: float) -> int:
-    return _callgrind(["-c", _CHILD, data, str(n)], dict(os.environ, PYTHONHASHSEED="0"), timeout)
+def _count(data: str, n: int, timeout: float, score: bool = False) -> int:
+    return _callgrind(["-c", _SCORE_CHILD if score else _CHILD, data, str(n)], dict(os.environ, PYTHONHASHSEED="0"),
+                      timeout)
 
 
 _ONE_LINE = {"id": "1", "query": "When did the bridge open?", "output": "The bridge opened in 1932.",
@@ -123,16 +142,17 @@ def bench_case_instructions(case: str, *, timeout: float = 7200.0) -> dict:
             "instructions_without": without, "evqual": str(evqual.__file__)}
 
 
-def bench_instructions(data: str | None = None, *, small: int = 40, large: int = 240,
+def bench_instructions(data: str | None = None, *, small: int = 40, large: int = 240, score: bool = False,
                        timeout: float = 3600.0) -> dict:
-    """``{"instructions_per_answer": ..., ...}`` (see the module docstring)."""
+    """``{"instructions_per_answer": ..., ...}`` (see the module docstring); ``score``: per scored answer."""
     if large <= small:
         raise ValueError(f"large ({large}) must be above small ({small})")
-    a = _count(data or "", small, timeout)
-    b = _count(data or "", large, timeout)
+    a = _count(data or "", small, timeout, score)
+    b = _count(data or "", large, timeout, score)
     import evqual
 
-    return {"small": small, "large": large, "instructions_small": a, "instructions_large": b,
+    return {"mode": "score" if score else "featurize", "small": small, "large": large,
+            "instructions_small": a, "instructions_large": b,
             "instructions_per_answer": round((b - a) / (large - small)), "evqual": str(evqual.__file__),
             "path": evqual.build_info()["path"] if hasattr(evqual, "build_info") else None}
 
@@ -144,6 +164,8 @@ def main(argv=None) -> int:
     ap.add_argument("--large", type=int, default=240, help="answers of the second run (default 240)")
     ap.add_argument("--startup", action="store_true",
                     help="count start-up instead: import and load the shipped model; a one-line `evqual score`")
+    ap.add_argument("--score", action="store_true",
+                    help="count scoring one answer at a time with the shipped model instead of featurizing")
     ap.add_argument("--case", default=None, metavar="NAME",
                     help="count the scoring of one `bench.py sizes` case instead (for example product_3kx2k)")
     ap.add_argument("--json", default=None, help="also write the result here")
@@ -157,7 +179,7 @@ def main(argv=None) -> int:
         elif args.case is not None:
             out = bench_case_instructions(args.case)
         else:
-            out = bench_instructions(args.data, small=args.small, large=args.large)
+            out = bench_instructions(args.data, small=args.small, large=args.large, score=args.score)
     except (RuntimeError, ValueError, subprocess.TimeoutExpired) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -45,6 +45,17 @@ def test_counts_instructions_per_answer_on_the_sample(tmp_path):
     res = json.loads(out.read_text())
     assert res["instructions_large"] > res["instructions_small"] > 0
     assert res["instructions_per_answer"] == round((res["instructions_large"] - res["instructions_small"]) / 4)
+    assert res["mode"] == "featurize"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_counts_instructions_per_scored_answer_on_the_sample(tmp_path):
+    out = tmp_path / "score.json"
+    r = _run("--score", "--small", "2", "--large", "6", "--json", str(out), timeout=1800)
+    assert r.returncode == 0, r.stderr
+    res = json.loads(out.read_text())
+    assert res["mode"] == "score" and res["instructions_large"] > res["instructions_small"] > 0
 
 
 @pytest.mark.slow

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import sys
 import weakref
+from collections import Counter
 
 import numpy as np
 
@@ -239,12 +240,11 @@ def _tfidf_dot(vec, doc: str, lr) -> float:
         lean = (lr, _LeanText(vec, lr))
         _CACHE[vec] = lean
     lean = lean[1]
-    counts: dict[int, int] = {}
     vocab = lean.vocab
-    for term in lean.analyzer(doc):
-        j = vocab.get(term)
-        if j is not None:
-            counts[j] = counts.get(j, 0) + 1
+    # each distinct term counted in C, then looked up once (the order of the counts does not matter: they are
+    # sorted by column below)
+    terms = Counter(lean.analyzer(doc))
+    counts = {j: n for term, n in terms.items() if (j := vocab.get(term)) is not None}
     intercept = float(lr.intercept_[0])
     if not counts:
         return 0.0 + intercept

@@ -177,8 +177,8 @@ class CompactTfidfVectorizer(LeanObject):
                 lo = 2
             n_tok = len(tokens)
             for n in range(lo, min(max_n + 1, n_tok + 1)):
-                for i in range(n_tok - n + 1):
-                    out.append(" ".join(tokens[i:i + n]))
+                # the n-grams from each position in order, joined in C ("a b" from ("a", "b"), as from the slice)
+                out.extend(map(" ".join, zip(*[tokens[k:] for k in range(n)])))
             return out
 
         return analyse

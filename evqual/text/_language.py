@@ -142,8 +142,10 @@ def language_signal(text: str) -> dict:
     ('fr', 0.33, 0.0)
     """
     text = text if isinstance(text, str) else str(text)
+    # ASCII text (most answers; str knows it without a pass): every letter is Latin, none has a diacritic
+    ascii_text = text.isascii()
     letters = len(_NOT_LETTER.sub("", text))
-    latin = len(_NOT_LATIN.sub("", text))
+    latin = letters if ascii_text else len(_NOT_LATIN.sub("", text))
     non_latin = letters - latin
     scripts = {}
     if non_latin:
@@ -151,7 +153,7 @@ def language_signal(text: str) -> dict:
             n = _count(pat, text)
             if n:
                 scripts[name] = n
-    words = [w for w in _WORD.findall(text.lower()) if _LATIN.match(w)]
+    words = _WORD.findall(text.lower()) if ascii_text else [w for w in _WORD.findall(text.lower()) if _LATIN.match(w)]
     n = len(words)
     english = sum(1 for w in words if w in _ENGLISH)
     best, best_hits = None, 0
@@ -163,7 +165,7 @@ def language_signal(text: str) -> dict:
         best = max(counts, key=lambda k: (counts[k], -list(FUNCTION_WORDS).index(k)))
         best_hits = counts[best]
     return {"letters": letters, "non_latin_share": non_latin / letters if letters else 0.0,
-            "diacritic_share": len(_NOT_DIACRITIC.sub("", text)) / letters if letters else 0.0,
+            "diacritic_share": (0 if ascii_text else len(_NOT_DIACRITIC.sub("", text))) / letters if letters else 0.0,
             "words": n, "english_share": english / n if n else 0.0,
             "other_language": best if best_hits else None, "other_hits": best_hits,
             "other_share": best_hits / n if n else 0.0, "scripts": scripts}
