@@ -340,3 +340,31 @@ def test_evidence_sentence_rows_equal_the_claim_loop(claim_starts, n_sent, rnd):
     want = _reference_evidence_sentences(M, owner, n_sent, _analysis._MIN_COLS)
     np.testing.assert_array_equal(got, want)
     assert (np.signbit(got) == np.signbit(want)).all()
+
+
+# ------------------------------------------------------------------------------------------------ engine sums
+
+@given(st.lists(st.one_of(st.floats(allow_nan=False), st.sampled_from([0.0, -0.0, 1.5, 0.1, 0.2])), max_size=20))
+@example([-0.0])
+@example([])
+@example([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7])
+@settings(max_examples=500, deadline=None)
+def test_claim_weight_sum_is_numpys_to_the_last_bit(values):
+    """The claim's total weight is summed without an array below 8 items (issue 41, session 6); numpy's own sum
+    is what the features were always computed with."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # inf + -inf, overflow
+        want = float(np.array(values, dtype=np.float64).sum())
+        got = _engine._sum_as_numpy(values)
+    assert (got == want or (np.isnan(got) and np.isnan(want))) and np.signbit(got) == np.signbit(want)
+
+
+@given(st.lists(st.floats(0, 50, allow_nan=False), min_size=2, max_size=40))
+@settings(max_examples=300, deadline=None)
+def test_runner_up_is_the_second_of_the_two_largest(scores):
+    import heapq
+
+    assert _engine._runner_up(scores) == heapq.nlargest(2, scores)[1]
+    assert _engine._runner_up(np.array(scores)) == heapq.nlargest(2, scores)[1]

@@ -34,7 +34,6 @@ What a difference *means* is not written here: a claim model learns it
 
 from __future__ import annotations
 
-import heapq
 import math
 from bisect import bisect_left
 from collections import OrderedDict
@@ -252,6 +251,18 @@ def _unit_scores(n_units: int, weights: list, present: list, arrays: list, skip:
     return np.bincount(units, weights=ws, minlength=n_units)
 
 
+def _sum_as_numpy(values: list) -> float:
+    """``float(np.array(values).sum())`` to the last bit, signed zeros included, without making an array for a
+    few values: below 8, numpy's pairwise sum adds them one after another to -0.0, and the reduction adds that
+    to its identity 0.0; from 8 on numpy sums them (``tests/test_fastpaths.py`` holds the two equal)."""
+    if len(values) < 8:
+        t = -0.0
+        for v in values:
+            t += v
+        return t + 0.0
+    return float(np.array(values, dtype=np.float64).sum())
+
+
 def _first_best(scores) -> int:
     """The first unit with the highest score, or -1 when no score is above 0 (numpy's ``argmax``)."""
     if not len(scores):
@@ -265,7 +276,7 @@ def _first_best(scores) -> int:
 def _runner_up(scores) -> float:
     """The second highest score, ties counted (the smaller of numpy's top two by ``partition``)."""
     if isinstance(scores, list):
-        return heapq.nlargest(2, scores)[1]
+        return sorted(scores)[-2]  # (a sort in C: heapq.nlargest(2, ...) walks the list in Python)
     return float(min(np.partition(scores, -2)[-2:]))
 
 
@@ -432,8 +443,7 @@ class EvidenceEngine:
         items = list(first)
         idf, default_idf = idx.idf, idx.default_idf
         w_list = [idf.get(k, default_idf) for k in items]
-        weights = np.array(w_list) if items else np.zeros(0)
-        total = float(weights.sum()) or 1.0
+        total = _sum_as_numpy(w_list) or 1.0
         n_units = len(idx.units)
         present = []  # per item: the units holding it (aliases included), as a set and as an array
         arrays = []
