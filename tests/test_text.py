@@ -264,6 +264,62 @@ def test_word_spans_is_the_same_on_both_paths():
         word_spans(b"bytes")
 
 
+def _kernel_or_skip(name):
+    from evqual._build import kernel
+
+    fn = kernel("evqual.text._scan", name)
+    if fn is None:
+        pytest.skip("the compiled character tests are not built (or EVQUAL_PURE_PYTHON is set)")
+    return fn
+
+
+_BREAKS = ",;:()\n.!?\u2013\u2014"
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.text(_SCAN_CHARS | st.sampled_from(list("aZ:;,()!?\u2013\u2014") + ["\u212a"]), max_size=40),
+       st.integers(-3, 45), st.integers(-3, 45))
+def test_the_compiled_character_tests_answer_as_the_regular_expressions(text, start, end):
+    """Issue 41, session 7: ``has_digit``, ``has_alnum``, ``has_camel_case`` and ``char_positions`` (compiled)
+    give what ``\\d``, ``[^\\W_]``, ``[a-z][A-Z]`` and a character class give in any window, negative and
+    past-the-end bounds included; the public functions give it on both paths."""
+    from evqual.text import char_positions, has_alnum, has_camel_case, has_digit
+
+    for name, pattern in (("has_digit", r"\d"), ("has_alnum", r"[^\W_]"), ("has_camel_case", r"[a-z][A-Z]")):
+        want = re.compile(pattern).search(text, max(start, 0), end) is not None
+        assert _kernel_or_skip(name)(text, start, end) == want, name
+    want = [m.start() for m in re.compile("[" + re.escape(_BREAKS) + "]").finditer(text, max(start, 0), end)]
+    assert _kernel_or_skip("char_positions")(text, start, end, _BREAKS) == want
+    lo, hi = max(start, 0), max(end, 0)
+    assert has_digit(text, lo, hi) == (re.search(r"\d", text[lo:hi]) is not None)
+    assert has_alnum(text, lo, hi) == (re.search(r"[^\W_]", text[lo:hi]) is not None)
+    assert has_camel_case(text, lo, hi) == (re.search(r"[a-z][A-Z]", text[lo:hi]) is not None)
+    assert char_positions(text, _BREAKS, lo, hi) == [lo + m.start() for m in re.finditer(
+        "[" + re.escape(_BREAKS) + "]", text[lo:hi])]
+
+
+def test_the_character_tests_agree_with_re_on_every_character():
+    """Each code point (the whole Unicode range): a digit, a letter or digit, for the compiled tests exactly
+    when it is one for ``re``."""
+    has_digit, has_alnum = _kernel_or_skip("has_digit"), _kernel_or_skip("has_alnum")
+    digit, alnum = re.compile(r"\d"), re.compile(r"[^\W_]")
+    for c in range(0x110000):
+        if 0xD800 <= c <= 0xDFFF:
+            continue
+        ch = chr(c)
+        assert has_digit(ch, 0, 1) == (digit.match(ch) is not None), hex(c)
+        assert has_alnum(ch, 0, 1) == (alnum.match(ch) is not None), hex(c)
+
+
+def test_the_character_tests_read_a_str_subclass_and_refuse_bytes():
+    from evqual.text import has_digit
+
+    assert has_digit(_Accessor("in 1932")) and not has_digit(_Accessor("in May"))
+    for name in ("has_digit", "has_alnum", "has_camel_case"):
+        with pytest.raises(TypeError):
+            _kernel_or_skip(name)(b"12", 0, 2)
+
+
 def test_extract_numbers_gives_a_new_list_each_call():
     """Short texts' mentions are kept (issue 41: the engine and the checks ask for a claim's); a caller that
     changes its list changes nothing for the next caller, and a long text is read as before."""

@@ -18,7 +18,7 @@ from importlib import resources
 
 from ..text import english_stemmer
 
-__all__ = ["LOGIC_CLASSES", "LogicLexicon", "inflections", "logic_lexicon", "stem", "stems", "synonym_map",
+__all__ = ["LOGIC_CLASSES", "LogicLexicon", "inflections", "logic_lexicon", "stem", "synonym_map",
            "SYNONYMS_FILE"]
 
 LOGIC_CLASSES = ("polarity", "modality", "quantity", "condition", "direction", "comparison", "order", "time",
@@ -46,16 +46,6 @@ def stem(word: str) -> str:
         if len(_STEMS) < 500_000:
             _STEMS[word] = s
     return s
-
-
-def stems(words) -> list[str]:
-    """:func:`stem` of each word."""
-    get = _STEMS.get
-    out = []
-    for w in words:
-        s = get(w)
-        out.append(s if s is not None else stem(w))
-    return out
 
 
 def _phrase_words(phrase: str) -> list[str]:
@@ -153,8 +143,7 @@ class LogicLexicon:
         first = self._first
         n = len(words)
         covered: dict[str, int] = {}  # class -> end of its last match
-        for i in range(n):
-            cands = first.get(words[i])
+        for i, cands in enumerate(map(first.get, words)):  # (the lookups in C: most words start no phrase)
             if not cands:
                 continue
             best_len: dict[str, int] = {}

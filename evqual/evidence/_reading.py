@@ -29,8 +29,8 @@ from bisect import bisect_left
 from operator import itemgetter
 from typing import NamedTuple
 
-from ..text import STOP_WORDS, word_spans
-from ._lexicon import logic_lexicon, stems, synonym_map
+from ..text import STOP_WORDS, has_camel_case, word_spans
+from ._lexicon import _STEMS, logic_lexicon, stem, synonym_map
 from ._values import read_values
 
 __all__ = ["SpanReading", "read_span", "NEGATIVE_PREFIXES"]
@@ -49,6 +49,8 @@ _NOT_SUPERLATIVE = frozenset(
 _NEGATED_SENSE = {("quantity", "at_least"): "at_most", ("quantity", "at_most"): "at_least",
                   ("comparison", "more"): "same", ("comparison", "less"): "same"}
 """A scalar sense under a negator just before it: what the pair means together (data)."""
+_OVER_VALUES = frozenset({"quantity", "frequency", "comparison"})
+"""Logic classes read where a value covers the words as well ("at least 5", "twice a week")."""
 
 
 def _state_codes() -> dict:
@@ -89,7 +91,7 @@ def _span_tokens(text: str, start: int, end: int) -> tuple:
     letters after it); a camel-case record key ("OutdoorSeating") reads as its words.  Returns ``(words,
     whether no camel-case word was cut)``."""
     toks = word_spans(text, start, end, apostrophe=True)
-    if not _CAMEL_RE.search(text, start, end):  # (two adjacent letters are in one token: no token has one either)
+    if not has_camel_case(text, start, end):  # (two adjacent letters are in one token: no token has one either)
         return toks, True
     out = []
     for a, b, w in toks:
@@ -101,92 +103,100 @@ def _span_tokens(text: str, start: int, end: int) -> tuple:
     return out, False
 
 
+def _negators_before(negators_ending: dict, i: int) -> list:
+    """The negators ending at most two tokens before token ``i`` (or at it), as ``(order, first token)``."""
+    return sorted(x for j2 in range(i - 2, i + 1) for x in negators_ending.get(j2, ()))
+
+
 def read_span(text: str, start: int = 0, end: int | None = None) -> SpanReading:
     """Read ``text[start:end]`` (offsets of the result are into ``text``)."""
     end = len(text) if end is None else end
     piece = text[start:end]
     toks, plain = _span_tokens(text, start, end)
     lows = [t[2].lower() for t in toks]
-    for k, w in enumerate(lows):
-        if "'" in w:
-            lows[k] = "not" if w.endswith("n't") else w.split("'")[0]
-            plain = False
+    if "'" in piece:  # (a word holds an apostrophe only where the text does)
+        for k, w in enumerate(lows):
+            if "'" in w:
+                lows[k] = "not" if w.endswith("n't") else w.split("'")[0]
+                plain = False
     # plain: the words are the text's TOKEN_PATTERN words (no apostrophe joined, no camel case cut), which
     # the values reader may use instead of cutting the text again
     values = read_values(piece, words=lows if plain else None)
-    st = stems(lows)
-    items: list[tuple[int, str, int, int]] = []  # (token position, key, start, end)
-    covered = [False] * len(toks)
+    items: list = []  # (token position, key, start, end[, raw])
+    n = len(toks)
+    covered = [False] * n
     # values
     value_starts = set()
-    tok_starts = [t[0] for t in toks]
-    for v in values:
-        a, b = v.start + start, v.end + start
-        first = None
-        # the tokens inside [a, b]: a run from the first starting at or after a (tokens are ordered and do not
-        # overlap), found by bisection: linear in values plus tokens, not their product (issue 39)
-        k = bisect_left(tok_starts, a)
-        while k < len(toks) and toks[k][1] <= b:
-            covered[k] = True
-            if first is None:
-                first = k
-            k += 1
-        items.append((first if first is not None else 0, "v:" + v.key, a, b, v.raw))
-        if first is not None:
-            value_starts.add(first)
+    if values:
+        tok_starts = [t[0] for t in toks]
+        for v in values:
+            a, b = v.start + start, v.end + start
+            first = None
+            # the tokens inside [a, b]: a run from the first starting at or after a (tokens are ordered and do not
+            # overlap), found by bisection: linear in values plus tokens, not their product (issue 39)
+            k = bisect_left(tok_starts, a)
+            while k < n and toks[k][1] <= b:
+                covered[k] = True
+                if first is None:
+                    first = k
+                k += 1
+            items.append((first if first is not None else 0, "v:" + v.key, a, b, v.raw))
+            if first is not None:
+                value_starts.add(first)
     # logic words; a negator just before a scalar word turns it ("not more than" is at most,
     # "did not cut" is unchanged) and is then not a negation of its own
     negated = False
     matches = logic_lexicon().match(lows)
-    consumed = set()
-    def scalar(i, j, cls):
-        # a limit word ("over", "under", "more than") is scalar before a value; a comparison word always
-        return cls == "comparison" or any(k in value_starts for k in range(j, j + 3))
-
-    # negators by the token they end at, in the order of ``matches`` (a scalar word looks at the negators ending
-    # at most two tokens before it: a lookup, not a pass over every match)
-    negators_ending: dict = {}
-    for order, (i2, j2, c2, _) in enumerate(matches):
-        if c2 == "polarity":
-            negators_ending.setdefault(j2, []).append((order, i2))
-
-    def negators_before(i):
-        return sorted(x for j2 in range(i - 2, i + 1) for x in negators_ending.get(j2, ()))
-
-    for i, j, cls, sense in matches:
-        if (cls, sense) in _NEGATED_SENSE and scalar(i, j, cls):
-            for _, i2 in negators_before(i):
-                if i2 not in consumed:
-                    consumed.add(i2)
-                    break
-    for i, j, cls, sense in matches:
-        if any(covered[i:j]) and cls not in ("quantity", "frequency", "comparison"):
-            continue
-        if cls == "polarity" and i in consumed:
-            continue
-        if (cls, sense) in _NEGATED_SENSE and scalar(i, j, cls) and any(
-                i2 in consumed for _, i2 in negators_before(i)):
-            sense = _NEGATED_SENSE[(cls, sense)]
-        items.append((i, f"L:{cls}:{sense}", toks[i][0], toks[j - 1][1]))
-        if cls == "polarity":
-            negated = True
-        for k in range(i, j):
+    if matches:
+        consumed = set()
+        # a limit word ("over", "under", "more than") is scalar before a value (a value starting at most two
+        # tokens after it); a comparison word always
+        # negators by the token they end at, in the order of ``matches`` (a scalar word looks at the negators
+        # ending at most two tokens before it: a lookup, not a pass over every match)
+        negators_ending: dict = {}
+        for order, (i2, j2, c2, _) in enumerate(matches):
+            if c2 == "polarity":
+                negators_ending.setdefault(j2, []).append((order, i2))
+        turned = []  # per match: whether it is a scalar word under a negator's reach
+        for i, j, cls, sense in matches:
+            scalar = (cls, sense) in _NEGATED_SENSE and (
+                cls == "comparison" or j in value_starts or j + 1 in value_starts or j + 2 in value_starts)
+            turned.append(scalar)
+            if scalar and negators_ending:
+                for _, i2 in _negators_before(negators_ending, i):
+                    if i2 not in consumed:
+                        consumed.add(i2)
+                        break
+        for (i, j, cls, sense), scalar in zip(matches, turned):
+            if cls not in _OVER_VALUES and any(covered[i:j]):
+                continue
+            if cls == "polarity" and i in consumed:
+                continue
+            if scalar and consumed and any(i2 in consumed for _, i2 in _negators_before(negators_ending, i)):
+                sense = _NEGATED_SENSE[(cls, sense)]
+            items.append((i, f"L:{cls}:{sense}", toks[i][0], toks[j - 1][1]))
+            if cls == "polarity":
+                negated = True
             if cls != "role":
-                covered[k] = True
-    syn = synonym_map()
-    for k, (a, b, tok) in enumerate(toks):
+                for k in range(i, j):
+                    covered[k] = True
+    syn_get = synonym_map().get
+    stem_get = _STEMS.get
+    stop = STOP_WORDS
+    for k in range(n):
         if covered[k]:
             continue
+        a, b, tok = toks[k]
         low = lows[k]
-        if tok[:1].isupper() and _is_name(tok, k, toks, text) and low not in STOP_WORDS:  # (a name is capitalised)
+        if tok[:1].isupper() and _is_name(tok, k, toks, text) and low not in stop:  # (a name is capitalised)
             items.append((k, "n:" + _STATE_CODES.get(low, low), a, b))
             continue
-        if low in STOP_WORDS or len(low) < 2:
+        if low in stop or len(low) < 2:
             continue
-        s = syn.get(low) or st[k]
+        s = syn_get(low) or stem_get(low) or stem(low)
         items.append((k, "w:" + s, a, b))
         if low.endswith("est") and len(low) > 5 and low not in _NOT_SUPERLATIVE:
             items.append((k, "L:comparison:superlative", a, b))
     items.sort(key=_POSITION)
-    return SpanReading(tuple([t[1] for t in items]), tuple([(t[2], t[3]) for t in items]), negated, len(toks),
+    return SpanReading(tuple([t[1] for t in items]), tuple([(t[2], t[3]) for t in items]), negated, n,
                        tuple([t[4] if len(t) > 4 else None for t in items]))

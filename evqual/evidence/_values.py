@@ -33,7 +33,7 @@ import re
 from bisect import bisect_left
 from typing import NamedTuple
 
-from ..text import MONTHS, WEEKDAYS, extract_numbers, word_spans
+from ..text import MONTHS, WEEKDAYS, extract_numbers, has_digit, word_spans
 
 __all__ = ["Value", "read_values", "UNITS", "PERIODS", "RATE_WORDS", "COUNT_WORDS", "value_kind"]
 
@@ -123,7 +123,6 @@ _WEEKDAY = {d: i + 1 for i, d in enumerate(WEEKDAYS)}
 _WEEKDAY.update({d + "s": i + 1 for i, d in enumerate(WEEKDAYS)})
 _SYMBOLS = "%$€£¥²"  # a word each (² is a digit to ``re``: "km²" is one word)
 _TOKEN_RE = re.compile(r"[^\W_]+|[" + _SYMBOLS + "]")
-_DIGIT_RE = re.compile(r"\d")  # what the number, clock and time patterns need ...
 _NOON_RE = re.compile(r"noon|midnight", re.IGNORECASE)  # ... or the time pattern's two words
 _TRIGGERS = frozenset(_NUMBER_WORDS) | frozenset(COUNT_WORDS) | frozenset(RATE_WORDS) | frozenset(_MONTH) | \
     frozenset(_WEEKDAY) | {"every", "each", "fortnight", "fortnights", "half"}
@@ -200,7 +199,7 @@ def _may_hold_value(text: str, words=None) -> bool:
     """Whether a rule of :func:`read_values` can start in ``text``: a digit, "noon" or "midnight", or a word of
     :data:`_TRIGGERS`.  ``words``: the lower-cased words of ``text`` as :data:`evqual.text.TOKEN_PATTERN` cuts
     them, when the caller has them (the symbols of ``_TOKEN_RE`` are no trigger)."""
-    if _DIGIT_RE.search(text):
+    if has_digit(text):  # what the number, clock and time patterns need ...
         return True
     if text.isascii():  # (ASCII: lower-casing is one letter for one, as re's ignored case is)
         low = text.lower()
@@ -276,11 +275,6 @@ def read_values(text: str, *, words=None) -> list[Value]:
     out: list[Value] = []
     used = [False] * n
 
-    def emit(key, kind, i, j, raw=None):
-        out.append(Value(key, kind, toks[i][0], toks[j - 1][1], raw))
-        for k in range(i, j):
-            used[k] = True
-
     num_at = {a: (a, b, v, key, unit) for a, b, v, key, unit in nums}
     i = 0
     while i < n:
@@ -301,7 +295,7 @@ def read_values(text: str, *, words=None) -> list[Value]:
                 if b2 < n and toks[b2][2] in PERIODS and v2 is not None:
                     mult, j = (v + v2) / 2.0, b2
             if j < n and toks[j][2] in PERIODS and mult > 0:
-                emit(f"rate:{_fmt(1.0 / (mult * PERIODS[toks[j][2]]))}", "rate", i, j + 1)
+                _emit(out, used, toks, f"rate:{_fmt(1.0 / (mult * PERIODS[toks[j][2]]))}", "rate", i, j + 1)
                 i = j + 1
                 continue
         count, j = None, i
@@ -311,56 +305,63 @@ def read_values(text: str, *, words=None) -> list[Value]:
             count, j = num_at[i][2], num_at[i][1] + 1
         if count is not None:
             if j + 1 < n and toks[j][2] in _FREQ_LEAD and toks[j + 1][2] in PERIODS:
-                emit(f"rate:{_fmt(count / PERIODS[toks[j + 1][2]])}", "rate", i, j + 2)
+                _emit(out, used, toks, f"rate:{_fmt(count / PERIODS[toks[j + 1][2]])}", "rate", i, j + 2)
                 i = j + 2
                 continue
             if j < n and toks[j][2] in RATE_WORDS:
-                emit(f"rate:{_fmt(count * RATE_WORDS[toks[j][2]])}", "rate", i, j + 1)
+                _emit(out, used, toks, f"rate:{_fmt(count * RATE_WORDS[toks[j][2]])}", "rate", i, j + 1)
                 i = j + 1
                 continue
         if w in RATE_WORDS and not (w == "weekdays"):
-            emit(f"rate:{_fmt(RATE_WORDS[w])}", "rate", i, i + 1)
+            _emit(out, used, toks, f"rate:{_fmt(RATE_WORDS[w])}", "rate", i, i + 1)
             i += 1
             continue
         if i in num_at:
             a, b, v, key, unit = num_at[i]
             nxt = toks[b][2] if b < n else ""
             if v is not None and nxt in PERIODS and not unit:
-                emit(f"qty:time:{_fmt(v * PERIODS[nxt])}", "qty", a, b + 1, v)
+                _emit(out, used, toks, f"qty:time:{_fmt(v * PERIODS[nxt])}", "qty", a, b + 1, v)
                 i = b + 1
                 continue
             if v is not None and nxt in UNITS and not unit:
                 dim, factor = UNITS[nxt]
                 if dim == "share":
-                    emit(f"num:%:{_fmt(v)}", "num", a, b + 1, v)
+                    _emit(out, used, toks, f"num:%:{_fmt(v)}", "num", a, b + 1, v)
                 elif dim in ("$", "€", "£", "¥"):
-                    emit(f"num:{dim}:{_fmt(v * factor)}", "num", a, b + 1, v)
+                    _emit(out, used, toks, f"num:{dim}:{_fmt(v * factor)}", "num", a, b + 1, v)
                 else:
-                    emit(f"qty:{dim}:{_fmt(v * factor)}", "qty", a, b + 1, v)
+                    _emit(out, used, toks, f"qty:{dim}:{_fmt(v * factor)}", "qty", a, b + 1, v)
                 i = b + 1
                 continue
             if v is not None and not unit and "." not in key and 1000 <= v <= 2100 and len(toks[a][2]) == 4:
-                emit(f"year:{int(v)}", "year", a, b, v)
+                _emit(out, used, toks, f"year:{int(v)}", "year", a, b, v)
             else:
                 kind = key.split(":", 1)[0]
-                emit(key if kind in ("time", "num", "clock") else f"num:{unit}:{_fmt(v)}",
+                _emit(out, used, toks, key if kind in ("time", "num", "clock") else f"num:{unit}:{_fmt(v)}",
                      kind if kind in ("time", "clock") else "num", a, b, v)
             i = b
             continue
         if w in ("fortnight", "fortnights") and not used[i]:
-            emit("qty:time:14", "qty", i, i + 1)
+            _emit(out, used, toks, "qty:time:14", "qty", i, i + 1)
             i += 1
             continue
         if w == "half" and i + 2 < n and toks[i + 1][2] in ("an", "a") and toks[i + 2][2] in PERIODS:
-            emit(f"qty:time:{_fmt(0.5 * PERIODS[toks[i + 2][2]])}", "qty", i, i + 3)
+            _emit(out, used, toks, f"qty:time:{_fmt(0.5 * PERIODS[toks[i + 2][2]])}", "qty", i, i + 3)
             i += 3
             continue
         if w in _MONTH and (w != "may" or toks[i][3][0].isupper()) and (len(w) > 3 or toks[i][3][0].isupper()):
-            emit(f"month:{_MONTH[w]}", "month", i, i + 1)
+            _emit(out, used, toks, f"month:{_MONTH[w]}", "month", i, i + 1)
         elif w in _WEEKDAY:
-            emit(f"weekday:{_WEEKDAY[w]}", "weekday", i, i + 1)
+            _emit(out, used, toks, f"weekday:{_WEEKDAY[w]}", "weekday", i, i + 1)
         i += 1
     return out
+
+
+def _emit(out: list, used: list, toks, key: str, kind: str, i: int, j: int, raw=None) -> None:
+    """Add the value of tokens ``i`` to ``j - 1`` to ``out`` and mark them used."""
+    out.append(Value(key, kind, toks[i][0], toks[j - 1][1], raw))
+    for k in range(i, j):
+        used[k] = True
 
 
 def _unit_after(toks, j) -> bool:

@@ -118,7 +118,9 @@ from ..text import (
     WEEKDAYS,
     antonyms_of,
     english_stemmer,
+    char_positions,
     extract_numbers,
+    has_digit,
     sentence_claims,
     split_sentences,
     word_spans,
@@ -172,7 +174,7 @@ _TWO_WORD_CUES = frozenset({("than", "rather"), ("of", "instead")})
 """Cues of two words, as (word, word before): "rather than crushed" and "instead of a cyberattack" negate."""
 _HEDGES = frozenset({"if", "unless", "whether", "whereas", "while", "although", "though", "except"})
 _CONDITIONALS = frozenset({"if", "unless", "whether", "except"})
-_CLAUSE_BREAK = re.compile(r"[,;:()\n.!?\u2013\u2014]")
+_CLAUSE_BREAK_CHARS = ",;:()\n.!?\u2013\u2014"
 _NEG_REACH = 3
 _MONTHS = frozenset(MONTHS) - {"may", "march"}
 _WEEKDAYS = frozenset(WEEKDAYS)
@@ -274,7 +276,6 @@ _HAS_ANTONYM = frozenset(w for pair in ANTONYM_PAIRS for w in pair if " " not in
 _TRIGGERS = frozenset(set(_WORD_VALUES) | set(_SMALL) | _MONTHS | _WEEKDAYS | set(_BOUND_FIRST) | set(_SCOPE_OF)
                       | _HAS_ANTONYM | {"dozen", "twice", "between"} | {d + "s" for d in _WEEKDAYS})
 """Lower-case words that can start a checked item (besides capitalised words and predicates)."""
-_DIGIT_RE = re.compile(r"\d")
 
 
 @lru_cache(maxsize=65536)
@@ -590,16 +591,16 @@ def _is_list_marker(text: str, a: int, b: int, toks, j: int) -> bool:
 
 
 def _clause_breaks(text: str, toks) -> list:
-    """Per token: whether a clause break (:data:`_CLAUSE_BREAK`) lies between it and the word before (never for
-    the first).  One scan of the text between the first and the last word, not a search per pair of words: a
-    break character is never inside a word, so each one found belongs to the gap before the next word."""
+    """Per token: whether a clause break (a character of :data:`_CLAUSE_BREAK_CHARS`) lies between it and the word
+    before (never for the first).  One scan of the text between the first and the last word, not a search per pair
+    of words: a break character is never inside a word, so each one found belongs to the gap before the next
+    word."""
     n = len(toks)
     out = [False] * n
     if n < 2:
         return out
     k = 1
-    for m in _CLAUSE_BREAK.finditer(text, toks[0][1], toks[-1][0]):
-        pos = m.start()
+    for pos in char_positions(text, _CLAUSE_BREAK_CHARS, toks[0][1], toks[-1][0]):
         while toks[k][0] <= pos:
             k += 1
         out[k] = True
@@ -710,7 +711,7 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
     taken = set()
     marked = None
     starts = [t[0] for t in toks]
-    for m in (extract_numbers(text[start:end]) if _DIGIT_RE.search(text, start, end) else ()):
+    for m in (extract_numbers(text[start:end]) if has_digit(text, start, end) else ()):
         a, b = start + m.start, start + m.end
         lo_j = bisect.bisect_left(starts, a)
         hi_j = lo_j
@@ -1711,7 +1712,7 @@ def claim_checks(output: str, sentences, ev: EvidenceUnits, query: str = "", cla
         # the values the sentence states anywhere ("one or two tablets ..., but no more than eight"): an
         # evidence value the sentence states too is not one the claim replaced
         sent_values = {m.value for m in extract_numbers(output[s:e])} if len(units_i) > 1 and \
-            _DIGIT_RE.search(output, s, e) else set()
+            has_digit(output, s, e) else set()
         if len(units_i) > 1:
             sent_values.update(_WORD_VALUES[t[3]] for t in sent_toks if t[3] in _WORD_VALUES)
         for a, b in units_i:

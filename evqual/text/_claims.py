@@ -30,6 +30,7 @@ import re
 
 from ._entities import load_spacy
 from ._sentences import split_sentences
+from ._tokens import has_alnum
 
 __all__ = ["CLAIM_BACKENDS", "SpacyClaimSplitter", "claim_units_from_boundaries", "sentence_claims",
            "split_claims"]
@@ -40,7 +41,6 @@ _SPLIT_RE = re.compile(
     r";\s+|\s+[\u2013\u2014-]\s+(?=(?:and|but|while|whereas|although|though|yet)\b)"
     r"|,\s+(?=(?:and|but|or|while|whereas|although|though|yet|so|which|who)\s)"
     r"|\s+(?=(?:but|whereas)\s)", re.IGNORECASE)
-_ALNUM_RE = re.compile(r"[^\W_]")  # one character str.isalnum() accepts (re's word class less "_")
 
 
 def sentence_claims(text: str, start: int, end: int) -> list[tuple[int, int]]:
@@ -59,7 +59,7 @@ def sentence_claims(text: str, start: int, end: int) -> list[tuple[int, int]]:
             out.append((cur, m.start()))
             cur = m.end()
     out.append((cur, end))
-    return [(a, b) for a, b in out if _ALNUM_RE.search(text, a, b)]
+    return [(a, b) for a, b in out if has_alnum(text, a, b)]
 
 
 def split_claims(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:

@@ -36,6 +36,8 @@ from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from typing import NamedTuple
 
+from .._build import kernel
+
 __all__ = ["NumberMention", "extract_numbers", "normalize_number", "context_number_values"]
 
 _SCALES = {
@@ -178,21 +180,32 @@ def _numbers_cached(text: str) -> tuple:
 
 _DIGIT_RE = re.compile(r"\d")
 _TIME_WORD_RE = re.compile(r"noon|midnight", re.IGNORECASE)
+_FLAGS = kernel("evqual.text._scan", "number_flags")
 
 
-def _may_hold_number(text: str) -> bool:
-    """Whether :data:`_NUMBER_RE` or :data:`_TIME_RE` can match in ``text``: every number has a digit, every
-    time a digit or the word "noon" or "midnight" (the same literals, case ignored alike).  Most sentences
-    have neither, and this costs a fraction of the two scans."""
-    return _DIGIT_RE.search(text) is not None or _TIME_WORD_RE.search(text) is not None
+def _number_flags(text: str) -> int:
+    """Which of the two patterns can match in ``text``: ``1`` :data:`_NUMBER_RE` (every number has a digit),
+    ``2`` :data:`_TIME_RE` (every time has a digit followed by ``:`` and a digit or by an optional white space and
+    "a"/"p", or the word "noon" or "midnight"), ``3`` both, ``0`` neither (most sentences).  The compiled
+    test (``evqual/text/_scan.pyx``) looks for exactly that; without it a digit or either word lets both scans
+    run.  Either way a pattern is skipped only where it cannot match, and costs a fraction of the scans."""
+    if _FLAGS is not None:
+        return _FLAGS(text)
+    if _DIGIT_RE.search(text) is not None:
+        return 3
+    if text.isascii():  # (ASCII: lower-casing is one letter for one, as re's ignored case is)
+        low = text.lower()
+        return 2 if "noon" in low or "midnight" in low else 0
+    return 2 if _TIME_WORD_RE.search(text) is not None else 0
 
 
 def _numbers(text: str) -> list[NumberMention]:
-    if not _may_hold_number(text):
+    flags = _number_flags(text)
+    if not flags:
         return []
     out = []
     taken = []
-    for m in _TIME_RE.finditer(text):
+    for m in _TIME_RE.finditer(text) if flags & 2 else ():
         tv = _time_value(m)
         if tv is None:
             continue
@@ -201,7 +214,7 @@ def _numbers(text: str) -> list[NumberMention]:
             end -= 1
         out.append(NumberMention(m.start(), end, text[m.start():end], tv[0], str(tv[1]), "time"))
         taken.append((m.start(), m.end()))
-    for m in _NUMBER_RE.finditer(text):
+    for m in _NUMBER_RE.finditer(text) if flags & 1 else ():
         if taken and any(s <= m.start("num") < e for s, e in taken):
             continue
         num = m.group("num")
@@ -241,13 +254,13 @@ def context_number_values(text: str, tokens=None) -> set[str]:
     ['3', '67', '67000000']
     """
     values: set[str] = set()
-    scan = _may_hold_number(text)
-    for m in _TIME_RE.finditer(text) if scan else ():
+    flags = _number_flags(text)
+    for m in _TIME_RE.finditer(text) if flags & 2 else ():
         tv = _time_value(m)
         if tv is not None:
             h = tv[1]
             values.update((tv[0], str(h), str(h % 12 or 12)))
-    for m in _NUMBER_RE.finditer(text) if scan else ():
+    for m in _NUMBER_RE.finditer(text) if flags & 1 else ():
         num, scale = m.group("num"), m.group("scale")
         raw = normalize_number(num)
         values.add(raw)

@@ -33,6 +33,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from ._tokens import has_alnum
+
 __all__ = ["split_sentences", "ABBREVIATIONS", "MAX_SENTENCE_CHARS"]
 
 ABBREVIATIONS = frozenset(
@@ -43,7 +45,6 @@ ABBREVIATIONS = frozenset(
 )
 
 _BOUNDARY_RE = re.compile(r"\n\s*|[.!?]+[\"'\u201d\u2019)\]]*\s+")
-_ALNUM_RE = re.compile(r"[^\W_]")
 _WORD_BEFORE_RE = re.compile(r"([\w.]+)$")
 # a list marker ("1.", "a)", "iv."): leading white space, then _LIST_MARKER_BODY_RE (below)
 
@@ -148,7 +149,7 @@ _LAST_SPACE_RE = re.compile(r".*\s", re.DOTALL)
 def _add(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> None:
     seg = text[start:end]
     stripped = seg.strip()
-    if not stripped or not _ALNUM_RE.search(stripped):
+    if not stripped or not has_alnum(stripped):
         return
     lead = len(seg) - len(seg.lstrip())
     s = start + lead
@@ -167,5 +168,5 @@ def _add(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> None:
 
 
 def _add_piece(text: str, s: int, e: int, spans: list) -> None:
-    if _ALNUM_RE.search(text, s, e):
+    if has_alnum(text, s, e):
         spans.append((s, e))

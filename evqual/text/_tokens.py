@@ -14,11 +14,20 @@ from functools import lru_cache
 
 from .._build import kernel
 
-__all__ = ["tokenize", "content_tokens", "token_spans", "word_spans", "STOP_WORDS", "TOKEN_PATTERN"]
+__all__ = ["tokenize", "content_tokens", "token_spans", "word_spans", "STOP_WORDS", "TOKEN_PATTERN", "has_digit",
+           "has_alnum", "has_camel_case", "char_positions"]
 
 TOKEN_PATTERN = r"[^\W_]+"
 _TOKEN_RE = re.compile(TOKEN_PATTERN)
 _SCAN = kernel("evqual.text._scan", "scan_words")  # the compiled scanner, or None: the regular expressions
+# the compiled character tests (``evqual/text/_scan.pyx``), or None: the regular expressions they stand for
+_HAS_DIGIT = kernel("evqual.text._scan", "has_digit")
+_HAS_ALNUM = kernel("evqual.text._scan", "has_alnum")
+_HAS_CAMEL = kernel("evqual.text._scan", "has_camel_case")
+_CHAR_POSITIONS = kernel("evqual.text._scan", "char_positions")
+_DIGIT_RE = re.compile(r"\d")
+_ALNUM_RE = re.compile(r"[^\W_]")
+_CAMEL_RE = re.compile(r"[a-z][A-Z]")
 # scikit-learn's ENGLISH_STOP_WORDS, written out so that reading text does not import scikit-learn (whose import
 # is most of a fresh process's start-up); tests/test_text.py checks that the two lists are equal
 STOP_WORDS: frozenset[str] = frozenset("""
@@ -111,3 +120,66 @@ def word_spans(text: str, start: int = 0, end: int | None = None, *, apostrophe:
 def _pattern(apostrophe: bool, symbols: str):
     word = TOKEN_PATTERN + (r"(?:'[a-z]+)?" if apostrophe else "")
     return re.compile(word + ("|[" + re.escape(symbols) + "]" if symbols else ""))
+
+
+def has_digit(text: str, start: int = 0, end: int | None = None) -> bool:
+    """Whether ``text[start:end]`` holds a digit: a character the regular expression ``\\d`` matches (any
+    Unicode decimal digit).  Compiled where the package is; the regular expression otherwise.
+
+    Examples
+    --------
+    >>> has_digit("in 1932"), has_digit("in 1932", 0, 3), has_digit("\u0663")
+    (True, False, True)
+    """
+    end = len(text) if end is None else end
+    if _HAS_DIGIT is not None:
+        return _HAS_DIGIT(text, start, end)
+    return _DIGIT_RE.search(text, start, end) is not None
+
+
+def has_alnum(text: str, start: int = 0, end: int | None = None) -> bool:
+    """Whether ``text[start:end]`` holds a letter or digit (``str.isalnum``; the regular expression ``[^\\W_]``).
+
+    Examples
+    --------
+    >>> has_alnum(" -- "), has_alnum("(a)"), has_alnum("_")
+    (False, True, False)
+    """
+    end = len(text) if end is None else end
+    if _HAS_ALNUM is not None:
+        return _HAS_ALNUM(text, start, end)
+    return _ALNUM_RE.search(text, start, end) is not None
+
+
+def has_camel_case(text: str, start: int = 0, end: int | None = None) -> bool:
+    """Whether ``text[start:end]`` holds an ASCII lower-case letter followed by an ASCII capital
+    (``[a-z][A-Z]``), as a record key written in camel case ("OutdoorSeating") does.
+
+    Examples
+    --------
+    >>> has_camel_case("OutdoorSeating"), has_camel_case("Outdoor Seating"), has_camel_case("iPhone", 1)
+    (True, False, False)
+    """
+    end = len(text) if end is None else end
+    if _HAS_CAMEL is not None:
+        return _HAS_CAMEL(text, start, end)
+    return _CAMEL_RE.search(text, start, end) is not None
+
+
+def char_positions(text: str, chars: str, start: int = 0, end: int | None = None) -> list[int]:
+    """Offsets of the characters of ``text[start:end]`` that are among ``chars``, in order.
+
+    Examples
+    --------
+    >>> char_positions("a, b; c.", ",;")
+    [1, 4]
+    """
+    end = len(text) if end is None else end
+    if _CHAR_POSITIONS is not None:
+        return _CHAR_POSITIONS(text, start, end, chars)
+    return [m.start() for m in _chars_pattern(chars).finditer(text, start, end)]
+
+
+@lru_cache(maxsize=32)
+def _chars_pattern(chars: str):
+    return re.compile("[" + re.escape(chars) + "]") if chars else re.compile(r"(?!)")
