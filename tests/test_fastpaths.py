@@ -392,3 +392,50 @@ def test_read_span_equals_the_reader_it_replaced(text, start, end):
 
     end = max(start, min(end, len(text)))
     assert _reading.read_span(text, start, end) == reference_read_span(text, start, end)
+
+
+_CONTEXT_SENTENCES = [
+    "The architect Joseph Reed designed the Royal Exhibition Building in 1879.",
+    "It was constructed by the builder David Mitchell, who later worked in Melbourne.",
+    "The museum is not open on Mondays and tickets cost $12.",
+    "Gulf Oil sold its Canadian arm to Gulf Canada Resources in 1985.",
+    "At least 40 staff moved to Leeds, but fewer than 10 stayed.",
+]
+_CLAIMS = [
+    "The architect David Mitchell designed the Royal Exhibition Building in 1879.",
+    "Gulf Canada Resources sold its arm to Gulf Oil in 1985.",
+    "The museum is open on Mondays and tickets cost $15.",
+    "At most 40 staff moved to Leeds.",
+    "Joseph Reed worked in Melbourne.",
+]
+
+
+@given(st.lists(st.sampled_from(_CONTEXT_SENTENCES), min_size=1, max_size=5),
+       st.lists(st.sampled_from(_CLAIMS), min_size=1, max_size=3))
+@settings(max_examples=60, deadline=None)
+def test_checks_read_tuple_sentence_lists_as_sets(context, claims):
+    """Issue 41, session 7: a context below the large-context bound keeps its word and stem -> sentences lists as
+    tuples (the garbage collector leaves them alone); the checks find what they found with the sets."""
+    from evqual.features import _checks
+    from evqual.text import split_sentences
+
+    ev = _checks.EvidenceUnits([" ".join(context), *context[:2]])
+    assert not ev.large and all(type(v) is tuple for v in [*ev.postings.values(), *ev.words.values()])
+    as_sets = _checks.EvidenceUnits([" ".join(context), *context[:2]])
+    as_sets.postings = {k: set(v) for k, v in as_sets.postings.items()}
+    as_sets.words = {k: set(v) for k, v in as_sets.words.items()}
+    output = " ".join(claims)
+    sentences = split_sentences(output)
+    got = _checks.claim_checks(output, sentences, ev, "")
+    want = _checks.claim_checks(output, sentences, as_sets, "")
+    assert {k: v.tolist() for k, v in got[0].items()} == {k: v.tolist() for k, v in want[0].items()}
+    assert [[repr(f) for f in fs] for fs in got[1]] == [[repr(f) for f in fs] for fs in want[1]]
+
+
+def test_common_sentences_of_keys():
+    from evqual.features._checks import _common
+
+    index = {"a": (0, 2, 5), "b": {2, 5, 7}, "c": (9,)}
+    assert _common(index, ["a", "b"]) == {2, 5}
+    assert _common(index, ["a", "c"]) == set() and _common(index, ["a", "zz"]) == set()
+    assert _common(index, []) == set() and _common(index, ["b"]) == {2, 5, 7}

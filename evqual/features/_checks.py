@@ -904,14 +904,21 @@ class EvidenceUnits:
                 if not lows.isdisjoint(_NEG_CUES) or "free" in lows or "rather" in lows or "instead" in lows:
                     toks = self.tokens(seg)
                     self.neg_stems.update(toks[j][4] for j in self.negated(seg) if j)
-        self.postings = postings
-        """Stem -> evidence sentences holding it."""
         self.large = len(self.spans) > LARGE_CONTEXT or sum(map(len, self.chunk_texts)) > LARGE_CONTEXT_CHARS
         """Whether the work per claim is bounded (:meth:`sentences_for`)."""
+        if not self.large:
+            # a context of a few hundred sentences keeps its sentence lists as tuples: a tuple of ints leaves the
+            # garbage collector's lists at its first collection, where a set is walked by every collection for as
+            # long as the context stays cached (issue 41); a large context keeps sets, which the bounded
+            # comparisons ask for membership
+            postings = {k: tuple(v) for k, v in postings.items()}
+            words = {k: tuple(v) for k, v in words.items()}
+        self.postings = postings
+        """Stem -> evidence sentences holding it (a tuple, or a set in a :attr:`large` context)."""
         self._stem_pos: dict = {}
         self._name_items: dict = {}
         self.words = words
-        """Lower-case word -> evidence sentences holding it."""
+        """Lower-case word -> evidence sentences holding it (as :attr:`postings`)."""
         self.lower = lower
         """Words the context writes in lower case somewhere: a capitalised one of them is not a name."""
         self._seg_items: dict = {}
@@ -1113,6 +1120,17 @@ class EvidenceUnits:
                                                       _slot(toks, 0, len(toks), j, j + 1), a, b, w, k, False, seg, j)
         return got
 
+
+
+def _common(index: dict, keys) -> set:
+    """The sentences that ``index`` (a word or stem to its sentences) gives every one of ``keys``."""
+    keys = iter(keys)
+    out = set(index.get(next(keys, None), ()))
+    for k in keys:
+        if not out:
+            break
+        out.intersection_update(index.get(k, ()))
+    return out
 
 
 def _record_fields(chunk_texts) -> tuple:
@@ -1444,7 +1462,7 @@ def _displaced_name(items, toks, ev: EvidenceUnits, unit_start: int, claim_words
         keys = [it.key for it in run]
         if any(k in query_words for k in keys):
             continue
-        segs = set.intersection(*(ev.words.get(k, set()) for k in keys))
+        segs = _common(ev.words, keys)
         if not segs:
             continue  # a name the context lacks is unsupported, not displaced
         own = {stem(it.key) for it in run}
@@ -1592,7 +1610,7 @@ def _order_swap(text: str, items, toks, ev: EvidenceUnits, unit_start: int):
                 continue  # another clause ("Finn's resignation comes after the Pope ..."), an apposition
             # the sentences that hold every word of both names ("Gulf Oil" is not "Gulf Canada Resources"),
             # not record lines
-            segs = {g for g in set.intersection(*(ev.words.get(k, set()) for k in ka | kb)) if not ev.fields[g]}
+            segs = {g for g in _common(ev.words, ka | kb) if not ev.fields[g]}
             if not segs:
                 continue
             # the sentence sharing most of the claim's words that holds the two names in the other order, and
