@@ -439,3 +439,25 @@ def test_common_sentences_of_keys():
     assert _common(index, ["a", "b"]) == {2, 5}
     assert _common(index, ["a", "c"]) == set() and _common(index, ["a", "zz"]) == set()
     assert _common(index, []) == set() and _common(index, ["b"]) == {2, 5, 7}
+
+
+def test_negation_words_are_the_patterns_words():
+    """NEGATION_WORDS are exactly the whole words NEGATION_RE lists (``lacks?`` is lack and lacks)."""
+    from evqual.features import NEGATION_RE, NEGATION_WORDS
+
+    inner = re.search(r"\\b\(\?:(.*?)\)\\b", NEGATION_RE.pattern).group(1).split("|")
+    words = set()
+    for w in inner:
+        words.update({w[:-2], w[:-1]} if w.endswith("s?") else {w})
+    assert words == set(NEGATION_WORDS)
+
+
+@given(st.one_of(_texts, st.lists(st.sampled_from(["not", "NOT", "n't", "n\u2019t", "don't", "lacKs", "lack\u017f",
+                                                   "cannot", "none_", "NONE", "İ", "never", "x", " ", ".", "_"]),
+                                  max_size=12).map("".join)), st.integers(0, 5), st.integers(0, 90))
+@settings(max_examples=500, deadline=None)
+def test_has_negation_equals_the_pattern(text, start, end):
+    """Issue 41, session 7: the features' negation test (compiled) finds what NEGATION_RE's search found."""
+    from evqual.features import NEGATION_RE, has_negation
+
+    assert has_negation(text, start, end) == (NEGATION_RE.search(text, start, end) is not None)

@@ -320,6 +320,37 @@ def test_the_character_tests_read_a_str_subclass_and_refuse_bytes():
             _kernel_or_skip(name)(b"12", 0, 2)
 
 
+_CUE_WORDS = frozenset({"no", "not", "never", "lack", "lacks", "cannot", "is"})
+_CUE_CHARS = st.sampled_from(list("notNOTlacksKcanisI'_ .9") + ["\u2019", "\u212a", "\u017f", "\u0130", "\u0131",
+                                                                 "é", "\u00a0", "ǅ"])
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text(_CUE_CHARS, max_size=30), st.integers(-2, 32), st.integers(-2, 32), st.booleans(),
+       st.sampled_from([_CUE_WORDS, frozenset({"no"}), frozenset()]))
+def test_the_compiled_cue_word_test_answers_as_the_regular_expression(text, start, end, contraction, words):
+    """Issue 41, session 7: ``has_cue_word`` (compiled) finds a whole word of the list, case ignored as ``re``
+    ignores it (the Kelvin sign is a K, the long s an s, the dotted and dotless capital I an i), and "n't",
+    in any window, as ``\\b(?:...)\\b|n['\u2019]t\\b`` with ``re.IGNORECASE`` does; so does the public
+    function on both paths."""
+    from evqual.text import _tokens, has_cue_word
+
+    pattern = _tokens._cue_pattern(words, contraction)
+    want = pattern.search(text, max(start, 0), end) is not None
+    assert _kernel_or_skip("has_cue_word")(text, start, end, words, contraction) == want
+    lo, hi = max(start, 0), max(end, 0)
+    assert has_cue_word(text, words, lo, hi, contraction=contraction) == (pattern.search(text, lo, hi) is not None)
+
+
+def test_the_cue_word_pattern_is_the_alternation_of_the_words():
+    from evqual.text import _tokens
+
+    assert _tokens._cue_pattern(frozenset({"no", "not"}), True).pattern == "\\b(?:not|no)\\b|n['\u2019]t\\b"
+    assert _tokens._cue_pattern(frozenset(), False).search("no") is None
+    with pytest.raises(ValueError):
+        _kernel_or_skip("has_cue_word")("x", 0, 1, frozenset({"a" * 40}), False)
+
+
 def test_extract_numbers_gives_a_new_list_each_call():
     """Short texts' mentions are kept (issue 41: the engine and the checks ask for a claim's); a caller that
     changes its list changes nothing for the next caller, and a long text is read as before."""

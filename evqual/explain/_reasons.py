@@ -75,9 +75,9 @@ from dataclasses import dataclass, replace
 
 from ..features import (
     KNOWN_ATTRIBUTES,
-    NEGATION_RE,
     candidate_fields,
     field_lookup,
+    has_negation,
     mentions_field,
     token_set,
 )
@@ -454,7 +454,7 @@ def _field_reasons(output, s, e, index, claims=()) -> list[Reason]:
     for a, b in (claims or [(s, e)]):
         ctoks = [t.lower() for t in _TOKEN_RE.findall(output[a:b])]
         cset = token_set([t for t in ctoks if t not in STOP_WORDS]) | set(ctoks)
-        negated = NEGATION_RE.search(output, a, b) is not None
+        negated = has_negation(output, a, b)
         for j in candidate_fields(lookup, cset):
             label, kind, phrase, joined = fields[j]
             if kind in ("true", "false") and mentions_field(phrase, joined, cset) and (kind == "false") != negated:

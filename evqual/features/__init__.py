@@ -28,7 +28,8 @@ from ._registry import (
     meta_feature_name,
 )
 from ._similarity import ContextCache, ContextIndex
-from ._structure import KNOWN_ATTRIBUTES, NEGATION_RE, candidate_fields, field_lookup, mentions_field, token_set
+from ._structure import (KNOWN_ATTRIBUTES, NEGATION_RE, NEGATION_WORDS, candidate_fields, field_lookup, has_negation,
+                         mentions_field, token_set)
 from ._surface import REFUSAL_PATTERN, is_refusal
 from ._token_features import TOKEN_FEATURE_NAMES, TokenBlock, token_block
 
@@ -38,6 +39,8 @@ __all__ = [
     "split_claims",
     "KNOWN_ATTRIBUTES",
     "NEGATION_RE",
+    "NEGATION_WORDS",
+    "has_negation",
     "candidate_fields",
     "field_lookup",
     "mentions_field",

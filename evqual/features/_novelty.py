@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._checks import stem
-from ._structure import NEGATION_RE
+from ._structure import has_negation
 
 __all__ = ["ANTONYMS", "is_novel", "query_stems", "novelty_sentence", "novelty_response", "negation_sentence", "negation_response"]
 
@@ -113,7 +113,7 @@ def negation_sentence(output: str, sentences, sent_tokens, nearest, recall, inde
         if k < 0:
             continue
         chunk_neg, chunk_toks = index.chunk_negation(k)
-        sent_neg = NEGATION_RE.search(output, s, e) is not None
+        sent_neg = has_negation(output, s, e)
         if sent_neg != chunk_neg and recall[i] >= 0.5:
             mismatch[i] = 1.0
         for t in toks:

@@ -237,9 +237,9 @@ class ContextIndex:
         """Whether chunk ``k`` has a negation cue, and its content-token set."""
         got = self._negation.get(k)
         if got is None:
-            from ._structure import NEGATION_RE
+            from ._structure import has_negation
 
-            got = self._negation[k] = (NEGATION_RE.search(self.chunk_texts[k]) is not None,
+            got = self._negation[k] = (has_negation(self.chunk_texts[k]),
                                        set(self.chunk_tokens[k]))
         return got
 

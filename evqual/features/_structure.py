@@ -26,11 +26,10 @@ import re
 
 import numpy as np
 
-from ..text import STOP_WORDS
-from ..text import TOKEN_PATTERN
+from ..text import STOP_WORDS, TOKEN_PATTERN, has_cue_word
 
 __all__ = ["parse_fields", "structure_sentence", "structure_response", "token_set", "KNOWN_ATTRIBUTES", "NEGATION_RE",
-           "candidate_fields", "field_lookup", "mentions_field"]
+           "NEGATION_WORDS", "has_negation", "candidate_fields", "field_lookup", "mentions_field"]
 
 _TOKEN_RE = re.compile(TOKEN_PATTERN)
 _GENERIC = frozenset({"attributes", "restaurants", "business", "accepts", "allowed", "good", "range2", "level",
@@ -40,6 +39,19 @@ _TRUE = frozenset({"true", "yes"})
 _NULL = frozenset({"null"})
 NEGATION_RE = re.compile(
     r"\b(?:no|not|never|without|lacks?|lacking|neither|nor|unavailable|cannot|none)\b|n['\u2019]t\b", re.IGNORECASE)
+NEGATION_WORDS = frozenset({"no", "not", "never", "without", "lack", "lacks", "lacking", "neither", "nor",
+                            "unavailable", "cannot", "none"})
+"""The whole words of :data:`NEGATION_RE` (``tests/test_features.py`` derives them from the pattern)."""
+
+
+def has_negation(text: str, start: int = 0, end: int | None = None) -> bool:
+    """Whether :data:`NEGATION_RE` finds a negation cue in ``text[start:end]``: one scan of compiled code where
+    the package is compiled (:func:`evqual.text.has_cue_word`), the pattern otherwise.
+
+    >>> has_negation("It is not open."), has_negation("It's open."), has_negation("It isn\u2019t open.")
+    (True, False, True)
+    """
+    return has_cue_word(text, NEGATION_WORDS, start, end, contraction=True)
 
 KNOWN_ATTRIBUTES = {
     "BusinessAcceptsCreditCards": ("credit", "card"),
@@ -161,7 +173,7 @@ def structure_sentence(output: str, sentences, sent_tokens, fields, field_keys, 
         lookup = field_lookup(fields) if lookup is None else lookup
         for i, ((s, e), toks) in enumerate(zip(sentences, sent_tokens)):
             tset = token_set(toks)
-            negated = NEGATION_RE.search(output, s, e) is not None
+            negated = has_negation(output, s, e)
             for j in candidate_fields(lookup, tset):
                 _, kind, phrase, joined = fields[j]
                 if not mentions_field(phrase, joined, tset):

@@ -22,8 +22,8 @@ from ._lexicon import ANTONYM_PAIRS, MONTHS, NUMBER_WORDS, QUANTIFIER_SWAPS, US_
 from ._numbers import NumberMention, context_number_values, extract_numbers, normalize_number
 from ._sentences import MAX_SENTENCE_CHARS, split_sentences
 from ._stem import STEMMER_BACKENDS, english_stemmer, stemmer_backend
-from ._tokens import (STOP_WORDS, TOKEN_PATTERN, char_positions, content_tokens, has_alnum, has_camel_case, has_digit,
-                      token_spans, tokenize, word_spans)
+from ._tokens import (STOP_WORDS, TOKEN_PATTERN, char_positions, content_tokens, has_alnum, has_camel_case,
+                      has_cue_word, has_digit, token_spans, tokenize, word_spans)
 
 __all__ = [
     "FUNCTION_WORDS",
@@ -69,4 +69,5 @@ __all__ = [
     "has_alnum",
     "has_camel_case",
     "char_positions",
+    "has_cue_word",
 ]

@@ -159,3 +159,75 @@ def number_flags(text_in):
         if flags == 3:
             return 3
     return flags
+
+
+cdef inline bint _is_word(Py_UCS4 c):
+    return Py_UNICODE_ISALNUM(c) or c == u"_"  # re's \w in a str pattern
+
+
+cdef inline int _ascii_lower(Py_UCS4 c):
+    """The ASCII lower-case letter ``c`` is to ``re``'s ignored case, or -1 (K for the Kelvin sign, s for the long
+    s, i for the dotted and dotless capitals)."""
+    cdef unsigned int x = c
+    if 97 <= x <= 122:
+        return x
+    if 65 <= x <= 90:
+        return x + 32
+    if x == 0x212A:
+        return 107
+    if x == 0x17F:
+        return 115
+    if x == 0x130 or x == 0x131:
+        return 105
+    return -1
+
+
+def has_cue_word(text_in, Py_ssize_t start, Py_ssize_t end, frozenset words, bint contraction=False):
+    """Whether ``text[start:end]`` holds one of ``words`` (ASCII, lower case) as a whole word, case ignored as
+    ``re`` ignores it: what ``\\b(?:w1|w2|...)\\b`` finds with ``re.IGNORECASE`` in a ``search(text, start,
+    end)`` (the character before ``start`` counts for the boundary, the text ends at ``end``).  With
+    ``contraction``, ``n't`` (or ``n’t``) before a word boundary counts too (``n['\u2019]t\\b``)."""
+    cdef str text = _chars(text_in)
+    cdef Py_ssize_t n = len(text), p, q, k, longest = 0
+    cdef int low
+    cdef char buf[32]
+    cdef Py_UCS4 c
+    for w in words:
+        if len(<str>w) > longest:
+            longest = len(<str>w)
+    if longest > 31:
+        raise ValueError("cue words are at most 31 letters")
+    if start < 0:
+        start = 0
+    if end > n:
+        end = n
+    p = start
+    while p < end:
+        c = text[p]
+        if contraction and (c == u"n" or c == u"N") and p + 2 < end and (text[p + 1] == u"'"
+                or text[p + 1] == u"\u2019") and (text[p + 2] == u"t" or text[p + 2] == u"T") and (
+                p + 3 == end or not _is_word(text[p + 3])):
+            return True
+        if not _is_word(c) or (p > 0 and _is_word(text[p - 1])):
+            p += 1
+            continue
+        # a word starts at p: it runs to q (the text ends at end)
+        q = p
+        k = 0
+        while q < end and _is_word(text[q]):
+            if k <= longest:
+                low = _ascii_lower(text[q])
+                if low < 0:
+                    k = longest + 1  # a character no cue word has: read on to the word's end
+                else:
+                    if k < longest:
+                        buf[k] = <char>low
+                    k += 1
+            q += 1
+        if 0 < k <= longest and buf[:k].decode("ascii") in words:
+            return True
+        if contraction:
+            p += 1  # (the contraction may end inside this word: "don't" is "don" and then "'t")
+        else:
+            p = q
+    return False

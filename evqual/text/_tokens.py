@@ -15,7 +15,7 @@ from functools import lru_cache
 from .._build import kernel
 
 __all__ = ["tokenize", "content_tokens", "token_spans", "word_spans", "STOP_WORDS", "TOKEN_PATTERN", "has_digit",
-           "has_alnum", "has_camel_case", "char_positions"]
+           "has_alnum", "has_camel_case", "char_positions", "has_cue_word"]
 
 TOKEN_PATTERN = r"[^\W_]+"
 _TOKEN_RE = re.compile(TOKEN_PATTERN)
@@ -25,6 +25,7 @@ _HAS_DIGIT = kernel("evqual.text._scan", "has_digit")
 _HAS_ALNUM = kernel("evqual.text._scan", "has_alnum")
 _HAS_CAMEL = kernel("evqual.text._scan", "has_camel_case")
 _CHAR_POSITIONS = kernel("evqual.text._scan", "char_positions")
+_HAS_CUE_WORD = kernel("evqual.text._scan", "has_cue_word")
 _DIGIT_RE = re.compile(r"\d")
 _ALNUM_RE = re.compile(r"[^\W_]")
 _CAMEL_RE = re.compile(r"[a-z][A-Z]")
@@ -183,3 +184,31 @@ def char_positions(text: str, chars: str, start: int = 0, end: int | None = None
 @lru_cache(maxsize=32)
 def _chars_pattern(chars: str):
     return re.compile("[" + re.escape(chars) + "]") if chars else re.compile(r"(?!)")
+
+
+def has_cue_word(text: str, words: frozenset, start: int = 0, end: int | None = None, *,
+                 contraction: bool = False) -> bool:
+    """Whether ``text[start:end]`` holds one of ``words`` (ASCII, lower case) as a whole word, case ignored: what
+    ``re.compile(r"\\b(?:w1|w2|...)\\b", re.IGNORECASE).search(text, start, end)`` finds (the character before
+    ``start`` counts for the word boundary).  With ``contraction``, ``n't`` or ``n\u2019t`` before a word boundary
+    counts too (``|n['\u2019]t\\b``).  Compiled where the package is; the regular expression otherwise.
+
+    Examples
+    --------
+    >>> cues = frozenset({"no", "not", "never"})
+    >>> has_cue_word("It is NOT open.", cues), has_cue_word("Nothing is open.", cues)
+    (True, False)
+    >>> has_cue_word("It isn't open.", cues), has_cue_word("It isn't open.", cues, contraction=True)
+    (False, True)
+    """
+    end = len(text) if end is None else end
+    if _HAS_CUE_WORD is not None:
+        return _HAS_CUE_WORD(text, start, end, words, contraction)
+    return _cue_pattern(words, contraction).search(text, start, end) is not None
+
+
+@lru_cache(maxsize=32)
+def _cue_pattern(words: frozenset, contraction: bool):
+    alternatives = "|".join(sorted(map(re.escape, words), key=lambda w: (-len(w), w)))
+    pattern = (r"\b(?:" + alternatives + r")\b") if words else r"(?!)"
+    return re.compile(pattern + ("|n['\u2019]t\\b" if contraction else ""), re.IGNORECASE)
