@@ -7,6 +7,12 @@ Reads every sentence of the first 200 distinct RAGTruth contexts (about 3,300 se
 ``evqual.evidence._reading.read_span`` (a private part, which is why this lives here and not in ``scripts/``),
 seven passes, and prints the best pass's time per sentence: the part of a new context's cost that the
 evidence engine's index spends reading its sentences.  Result: ``docs/RESULTS.md``, issue 41 session 6.
+
+Instructions instead of time (issue 41, session 7): run it under callgrind with ``--passes 1`` and with
+``--passes 2``; the difference of the two totals over the sentences is one warm pass per sentence.
+
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null python experiments/issue41_read_span.py DATA --passes 1
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null python experiments/issue41_read_span.py DATA --passes 2
 """
 
 from __future__ import annotations
@@ -44,4 +50,10 @@ def main(data: str, contexts: int = 200, passes: int = 7) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "../shared/data/ragtruth")
+    args = sys.argv[1:]
+    passes = 7
+    if "--passes" in args:
+        i = args.index("--passes")
+        passes = int(args[i + 1])
+        del args[i:i + 2]
+    main(args[0] if args else "../shared/data/ragtruth", passes=passes)

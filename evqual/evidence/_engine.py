@@ -310,8 +310,11 @@ class _Index:
             for k in keys:
                 postings.setdefault(k, []).append(u)
         # kept as tuples: a tuple of ints leaves the garbage collector's lists at its first collection, a list
-        # is walked by every collection of its generation for as long as the context stays cached (issue 41)
-        self.postings = postings = {k: tuple(v) for k, v in postings.items()}
+        # is walked by every collection of its generation for as long as the context stays cached (issue 41);
+        # replaced one by one, so that a large context never holds both
+        for k, v in postings.items():
+            postings[k] = tuple(v)
+        self.postings = postings
         n = max(1, len(units))
         self.idf = {k: math.log(1.0 + (n - len(v) + 0.5) / (len(v) + 0.5)) for k, v in postings.items()}
         self.default_idf = math.log(1.0 + (n + 0.5) / 0.5)

@@ -911,8 +911,9 @@ class EvidenceUnits:
             # garbage collector's lists at its first collection, where a set is walked by every collection for as
             # long as the context stays cached (issue 41); a large context keeps sets, which the bounded
             # comparisons ask for membership
-            postings = {k: tuple(v) for k, v in postings.items()}
-            words = {k: tuple(v) for k, v in words.items()}
+            for index in (postings, words):
+                for k, v in index.items():
+                    index[k] = tuple(v)
         self.postings = postings
         """Stem -> evidence sentences holding it (a tuple, or a set in a :attr:`large` context)."""
         self._stem_pos: dict = {}
