@@ -8,7 +8,8 @@ does not disturb, for comparing two checkouts in the same run.
 with ``python setup.py build_ext --inplace`` there when the compiled path is to be compared).
 
 Wall time on a shared VM varies by 30% or more from one run to the next; the count of instructions a process
-executes varies by well under 1%.  The script runs a child process under ``valgrind --tool=callgrind`` twice:
+executes varies by well under 1%.  The script runs a child process once without valgrind (to write Python's
+bytecode caches, so that neither count includes compiling them) and then under ``valgrind --tool=callgrind`` twice:
 it loads the data, fits ``EvidenceFeaturizer`` on the first 20 answers and transforms the first ``--small``
 answers, then the first ``--large``.  The difference of the two counts over ``--large - --small`` answers is
 the instructions per answer, start-up and loading cancelled out.  The child runs with ``PYTHONHASHSEED=0``.
@@ -81,9 +82,16 @@ def _callgrind(argv: list, env: dict, timeout: float) -> int:
     return int(m.group(1))
 
 
-def _count(data: str, n: int, timeout: float, score: bool = False) -> int:
-    return _callgrind(["-c", _SCORE_CHILD if score else _CHILD, data, str(n)], dict(os.environ, PYTHONHASHSEED="0"),
-                      timeout)
+def _count(data: str, n: int, timeout: float, score: bool = False, warm: bool = False) -> int:
+    """Instructions of the featurizing (scoring) child on the first ``n`` answers; ``warm``: after one untimed run
+    of it, so that neither counted run compiles bytecode (a fresh worktree's first run compiles evqual's
+    uncompiled modules: counted in the smaller run only, it made a previous main's answers look cheaper)."""
+    argv = ["-c", _SCORE_CHILD if score else _CHILD, data, str(n)]
+    if warm:
+        return _count_argv(argv, timeout)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONHASHSEED"] = "0"
+    return _callgrind(argv, env, timeout)
 
 
 _ONE_LINE = {"id": "1", "query": "When did the bridge open?", "output": "The bridge opened in 1932.",
@@ -147,7 +155,7 @@ def bench_instructions(data: str | None = None, *, small: int = 40, large: int =
     """``{"instructions_per_answer": ..., ...}`` (see the module docstring); ``score``: per scored answer."""
     if large <= small:
         raise ValueError(f"large ({large}) must be above small ({small})")
-    a = _count(data or "", small, timeout, score)
+    a = _count(data or "", small, timeout, score, warm=True)
     b = _count(data or "", large, timeout, score)
     import evqual
 

@@ -66,3 +66,28 @@ def test_counts_start_up_instructions(tmp_path):
     assert r.returncode == 0, r.stderr
     res = json.loads(out.read_text())
     assert res["score_one_line"] > res["scorer_import_and_load"] > 10**8
+
+
+def test_the_counted_runs_follow_an_uncounted_one_that_writes_bytecode(monkeypatch):
+    """Regression (issue 41, session 7): on a fresh worktree the smaller counted run compiled evqual's bytecode and
+    the larger did not, so the previous main's instructions per scored answer came out 32.1 M instead of 34.2 M.
+    An untimed run now comes first, and every run may write bytecode caches."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_instructions_under_test", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    calls = []
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.setattr(mod.subprocess, "run", lambda argv, **kw: calls.append(("plain", argv[1:], kw["env"])))
+
+    def fake_callgrind(argv, env, timeout):
+        calls.append(("counted", argv, env))
+        return 10**9 + 10**6 * int(argv[-1])
+
+    monkeypatch.setattr(mod, "_callgrind", fake_callgrind)
+    res = mod.bench_instructions("data.jsonl", small=2, large=6, score=True)
+    assert [c[0] for c in calls] == ["plain", "counted", "counted"]
+    assert calls[0][1] == calls[1][1] and calls[1][1][-1] == "2" and calls[2][1][-1] == "6"
+    assert all("PYTHONDONTWRITEBYTECODE" not in env and env["PYTHONHASHSEED"] == "0" for _, _, env in calls)
+    assert res["instructions_per_answer"] == 10**6
