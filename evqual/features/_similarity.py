@@ -202,7 +202,7 @@ class ContextIndex:
         if self._stem_vocab is None:
             from ._checks import stem
 
-            self._stem_vocab = frozenset(stem(t) for t in self.vocab) | frozenset(stem(t) for t in self.aliases)
+            self._stem_vocab = frozenset(map(stem, self.vocab)) | frozenset(map(stem, self.aliases))
         return self._stem_vocab
 
     @property

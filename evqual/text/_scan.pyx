@@ -61,14 +61,16 @@ cdef inline str _chars(text_in):
     raise TypeError(f"expected a str, got {type(text_in).__name__}")
 
 
+cdef inline (Py_ssize_t, Py_ssize_t) _window(str text, Py_ssize_t start, Py_ssize_t end):
+    """``[start, end)`` inside the text, as ``re`` takes a search's ``pos`` and ``endpos``."""
+    return (0 if start < 0 else start), (len(text) if end > len(text) else end)
+
+
 def has_digit(text_in, Py_ssize_t start, Py_ssize_t end):
     """Whether ``text[start:end]`` holds a character ``re``'s ``\\d`` matches (``Py_UNICODE_ISDECIMAL``)."""
     cdef str text = _chars(text_in)
     cdef Py_ssize_t i
-    if start < 0:
-        start = 0
-    if end > len(text):
-        end = len(text)
+    start, end = _window(text, start, end)
     for i in range(start, end):
         if Py_UNICODE_ISDECIMAL(text[i]):
             return True
@@ -79,10 +81,7 @@ def has_alnum(text_in, Py_ssize_t start, Py_ssize_t end):
     """Whether ``text[start:end]`` holds a character ``re``'s ``[^\\W_]`` matches (``Py_UNICODE_ISALNUM``)."""
     cdef str text = _chars(text_in)
     cdef Py_ssize_t i
-    if start < 0:
-        start = 0
-    if end > len(text):
-        end = len(text)
+    start, end = _window(text, start, end)
     for i in range(start, end):
         if Py_UNICODE_ISALNUM(text[i]):
             return True
@@ -94,10 +93,7 @@ def has_camel_case(text_in, Py_ssize_t start, Py_ssize_t end):
     cdef str text = _chars(text_in)
     cdef Py_ssize_t i
     cdef Py_UCS4 c
-    if start < 0:
-        start = 0
-    if end > len(text):
-        end = len(text)
+    start, end = _window(text, start, end)
     for i in range(start, end - 1):
         c = text[i]
         if u"a" <= c <= u"z":
@@ -111,10 +107,7 @@ def char_positions(text_in, Py_ssize_t start, Py_ssize_t end, str chars):
     """Offsets of the characters of ``text[start:end]`` that are in ``chars``, in order."""
     cdef str text = _chars(text_in)
     cdef Py_ssize_t i
-    if start < 0:
-        start = 0
-    if end > len(text):
-        end = len(text)
+    start, end = _window(text, start, end)
     return [i for i in range(start, end) if text[i] in chars]
 
 
