@@ -149,25 +149,25 @@ def read_span(text: str, start: int = 0, end: int | None = None) -> SpanReading:
     matches = logic_lexicon().match(lows)
     if matches:
         consumed = set()
-        # a limit word ("over", "under", "more than") is scalar before a value (a value starting at most two
-        # tokens after it); a comparison word always
         # negators by the token they end at, in the order of ``matches`` (a scalar word looks at the negators
         # ending at most two tokens before it: a lookup, not a pass over every match)
         negators_ending: dict = {}
         for order, (i2, j2, c2, _) in enumerate(matches):
             if c2 == "polarity":
                 negators_ending.setdefault(j2, []).append((order, i2))
-        turned = []  # per match: whether it is a scalar word under a negator's reach
+        scalars = []  # per match: whether a negator just before it turns its sense
         for i, j, cls, sense in matches:
+            # a limit word ("over", "under", "more than") is scalar before a value (one starting at most two
+            # tokens after it); a comparison word always
             scalar = (cls, sense) in _NEGATED_SENSE and (
                 cls == "comparison" or j in value_starts or j + 1 in value_starts or j + 2 in value_starts)
-            turned.append(scalar)
+            scalars.append(scalar)
             if scalar and negators_ending:
                 for _, i2 in _negators_before(negators_ending, i):
                     if i2 not in consumed:
                         consumed.add(i2)
                         break
-        for (i, j, cls, sense), scalar in zip(matches, turned):
+        for (i, j, cls, sense), scalar in zip(matches, scalars):
             if cls not in _OVER_VALUES and any(covered[i:j]):
                 continue
             if cls == "polarity" and i in consumed:
