@@ -351,6 +351,20 @@ def test_the_cue_word_pattern_is_the_alternation_of_the_words():
         _kernel_or_skip("has_cue_word")("x", 0, 1, frozenset({"a" * 40}), False)
 
 
+def test_cue_words_outside_ascii_lower_case_letters_are_refused_on_both_paths():
+    """A word the compiled test could never find (a capital, an apostrophe, a non-ASCII letter) would be found
+    by the regular expression: both paths refuse it with a message naming it; a word that is not a str never
+    reaches the compiled test's length read."""
+    from evqual.text import has_cue_word
+
+    for words in ({"Not"}, {"can't"}, {"naïve"}, {""}, {5}, {"a" * 32}):
+        with pytest.raises(ValueError, match="ASCII lower-case letters"):
+            has_cue_word("not here", words)
+    assert has_cue_word("NOT here", ["not", "no"])  # any iterable of words; a frozenset is not required
+    with pytest.raises(TypeError, match="must be str"):
+        _kernel_or_skip("has_cue_word")("not", 0, 3, frozenset({5}), False)
+
+
 def test_extract_numbers_gives_a_new_list_each_call():
     """Short texts' mentions are kept (issue 41: the engine and the checks ask for a claim's); a caller that
     changes its list changes nothing for the next caller, and a long text is read as before."""

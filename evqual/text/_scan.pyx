@@ -186,6 +186,8 @@ def has_cue_word(text_in, Py_ssize_t start, Py_ssize_t end, frozenset words, bin
     cdef char buf[32]
     cdef Py_UCS4 c
     for w in words:
+        if type(w) is not str:  # (a checked type before the length is read)
+            raise TypeError(f"cue words must be str; got {type(w).__name__}")
         if len(<str>w) > longest:
             longest = len(<str>w)
     if longest > 31:

@@ -188,7 +188,7 @@ def _chars_pattern(chars: str):
 
 def has_cue_word(text: str, words: frozenset, start: int = 0, end: int | None = None, *,
                  contraction: bool = False) -> bool:
-    """Whether ``text[start:end]`` holds one of ``words`` (ASCII, lower case) as a whole word, case ignored: what
+    """Whether ``text[start:end]`` holds one of ``words`` (ASCII lower-case letters) as a whole word, case ignored: what
     ``re.compile(r"\\b(?:w1|w2|...)\\b", re.IGNORECASE).search(text, start, end)`` finds (the character before
     ``start`` counts for the word boundary).  With ``contraction``, ``n't`` or ``n\u2019t`` before a word boundary
     counts too (``|n['\u2019]t\\b``).  Compiled where the package is; the regular expression otherwise.
@@ -202,9 +202,20 @@ def has_cue_word(text: str, words: frozenset, start: int = 0, end: int | None = 
     (False, True)
     """
     end = len(text) if end is None else end
+    words = _cue_words(words if isinstance(words, frozenset) else frozenset(words))
     if _HAS_CUE_WORD is not None:
         return _HAS_CUE_WORD(text, start, end, words, contraction)
     return _cue_pattern(words, contraction).search(text, start, end) is not None
+
+
+@lru_cache(maxsize=32)
+def _cue_words(words: frozenset) -> frozenset:
+    """``words`` if each is 1 to 31 ASCII lower-case letters (what both paths read alike), else a ValueError."""
+    bad = sorted(repr(w) for w in words if not (isinstance(w, str) and 0 < len(w) <= 31 and w.isascii()
+                                                and w.isalpha() and w.islower()))
+    if bad:
+        raise ValueError(f"has_cue_word: each word must be 1 to 31 ASCII lower-case letters; got {', '.join(bad[:3])}")
+    return words
 
 
 @lru_cache(maxsize=32)
