@@ -27,6 +27,7 @@ COMPILED = [
     "evqual/text/_sentences.py",
     "evqual/text/_stem.py",
     "evqual/text/_tokens.py",
+    "evqual/text/_words.py",
     "evqual/evidence/_engine.py",
     "evqual/evidence/_lexicon.py",
     "evqual/evidence/_reading.py",

@@ -290,13 +290,17 @@ def _at_least(scores, bar: float) -> int:
 class _Index:
     """Evidence sentences of one context with their items, postings and idf."""
 
-    def __init__(self, chunks, query: str):
+    def __init__(self, chunks, query: str, words=None):
         units, readings = [], []
         for ci, text in enumerate(chunks):
             check_deadline()
-            for s, e in split_sentences(text) or ([(0, len(text))] if text.strip() else []):
+            w = words[ci] if words is not None else None
+            if w is not None:
+                text = w.text  # (equal to the chunk: the same object, so that read_span compares no characters)
+            sentences = w.sentences if w is not None else split_sentences(text)
+            for s, e in sentences or ([(0, len(text))] if text.strip() else []):
                 units.append((ci, s, e))
-                readings.append(read_span(text, s, e))
+                readings.append(read_span(text, s, e, words=w))
         self.chunks = list(chunks)
         self.units = units
         self.readings = readings
@@ -401,14 +405,17 @@ class EvidenceEngine:
         self._cache: OrderedDict = OrderedDict()
         self._chars = 0
 
-    def index(self, chunks, query: str = "") -> _Index:
-        """The sentence index of ``chunks`` (kept in the bounded cache)."""
+    def index(self, chunks, query: str = "", *, words=None) -> _Index:
+        """The sentence index of ``chunks`` (kept in the bounded cache).
+
+        ``words``: each chunk's :class:`~evqual.text.TextWords`, when the caller has them (their words and
+        sentences are read instead of finding them again)."""
         key = (tuple(chunks), query or "")
         idx = self._cache.get(key)
         if idx is not None:
             self._cache.move_to_end(key)
             return idx
-        idx = _Index(chunks, query)
+        idx = _Index(chunks, query, _matching_words(words, key[0]))
         size = sum(map(len, key[0])) + len(key[1])
         if self.max_chars is not None and size > self.max_chars:
             return idx
@@ -419,24 +426,33 @@ class EvidenceEngine:
             self._chars -= sum(map(len, old_chunks)) + len(old_query)
         return idx
 
-    def read(self, output: str, chunks, query: str = "", claims=None) -> Reading:
+    def read(self, output: str, chunks, query: str = "", claims=None, *, words=None,
+             chunk_words=None) -> Reading:
         """Read ``output`` against ``chunks`` (list of evidence texts).
 
         ``claims``: ``(start, end)`` spans of the output; default :func:`evqual.text.split_claims`.
+        ``words`` and ``chunk_words``: the :class:`~evqual.text.TextWords` of the output and of each chunk,
+        when the caller has them (:func:`evqual.features.analyze` does): read instead of finding the words
+        again, with the same result.
         """
         if isinstance(chunks, str):
             chunks = [chunks]
-        idx = self.index(list(chunks), query or "")
+        idx = self.index(list(chunks), query or "", words=chunk_words)
+        if words is not None and words.text is not output:
+            if words.text == output:
+                output = words.text  # (the same object, so that read_span compares no characters)
+            else:
+                words = None
         spans = split_claims(output) if claims is None else list(claims)
         claims = []
         for s, e in spans:
             check_deadline()
-            claims.append(self._claim(output, s, e, idx))
+            claims.append(self._claim(output, s, e, idx, words))
         return Reading(claims)
 
     # -------------------------------------------------------------- one claim
-    def _claim(self, output: str, start: int, end: int, idx: _Index) -> ClaimEvidence:
-        r = read_span(output, start, end)
+    def _claim(self, output: str, start: int, end: int, idx: _Index, words=None) -> ClaimEvidence:
+        r = read_span(output, start, end, words=words)
         f = [0.0] * len(CLAIM_FEATURES)  # the claim's row, an array at the end (list items are cheaper to set)
         diffs: list[Difference] = []
         keys = r.keys
@@ -705,6 +721,16 @@ class EvidenceEngine:
                                         "/".join([",".join(sorted(a_set)), ",".join(sorted(d_set))])))
         strength = float(f[_COL["align.recall.v1"]])
         return ClaimEvidence(start, end, output[start:end], unit, strength, np.array(f, dtype=np.float64), diffs)
+
+
+def _matching_words(words, chunks):
+    """``words`` if it holds one :class:`~evqual.text.TextWords` of each of ``chunks``, else ``None``."""
+    if words is None or len(words) != len(chunks):
+        return None
+    for w, text in zip(words, chunks):
+        if w.text is not text and w.text != text:
+            return None
+    return words
 
 
 @lru_cache(maxsize=1 << 16)

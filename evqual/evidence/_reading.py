@@ -86,11 +86,15 @@ def _is_name(tok: str, i: int, toks, text: str) -> bool:
     return i + 1 < len(toks) and toks[i + 1][2][:1].isupper()
 
 
-def _span_tokens(text: str, start: int, end: int) -> tuple:
+def _span_tokens(text: str, start: int, end: int, words=None) -> tuple:
     """``(start, end, word)`` of the words of ``text[start:end]`` (a word takes an apostrophe and the lower-case
     letters after it); a camel-case record key ("OutdoorSeating") reads as its words.  Returns ``(words,
-    whether no camel-case word was cut)``."""
-    toks = word_spans(text, start, end, apostrophe=True)
+    whether no camel-case word was cut)``.  ``words``: the text's :class:`~evqual.text.TextWords`, read
+    instead of scanning the span again where the span has no apostrophe (then no word takes one)."""
+    if words is not None:
+        toks = words.spans_in(start, end)
+    else:
+        toks = word_spans(text, start, end, apostrophe=True)
     if not has_camel_case(text, start, end):  # (two adjacent letters are in one token: no token has one either)
         return toks, True
     out = []
@@ -108,13 +112,19 @@ def _negators_before(negators_ending: dict, i: int) -> list:
     return sorted(x for j2 in range(i - 2, i + 1) for x in negators_ending.get(j2, ()))
 
 
-def read_span(text: str, start: int = 0, end: int | None = None) -> SpanReading:
-    """Read ``text[start:end]`` (offsets of the result are into ``text``)."""
+def read_span(text: str, start: int = 0, end: int | None = None, words=None) -> SpanReading:
+    """Read ``text[start:end]`` (offsets of the result are into ``text``).
+
+    ``words``: a :class:`~evqual.text.TextWords` of ``text``, whose words are taken instead of scanning the
+    span again (the reading is the same; one of another text is not used)."""
     end = len(text) if end is None else end
     piece = text[start:end]
-    toks, plain = _span_tokens(text, start, end)
+    apostrophe = "'" in piece  # (a word holds an apostrophe only where the text does)
+    if words is not None and (apostrophe or (words.text is not text and words.text != text)):
+        words = None
+    toks, plain = _span_tokens(text, start, end, words)
     lows = [t[2].lower() for t in toks]
-    if "'" in piece:  # (a word holds an apostrophe only where the text does)
+    if apostrophe:
         for k, w in enumerate(lows):
             if "'" in w:
                 lows[k] = "not" if w.endswith("n't") else w.split("'")[0]

@@ -16,7 +16,7 @@ import numpy as np
 from .._deadline import check_deadline
 from .._gcpause import gc_paused
 from ..evidence import CLAIM_FEATURES, EvidenceEngine
-from ..text import sentence_claims, split_sentences
+from ..text import TextWords, sentence_claims, split_sentences
 from ._checks import checks_response, claim_checks
 from ._drift import (
     drift_response,
@@ -34,7 +34,7 @@ from ._lexical import (
     sentence_lexical,
     support_features,
 )
-from ._similarity import ContextCache, split_tokens
+from ._similarity import ContextCache, content_split, split_tokens
 from ._novelty import negation_response, negation_sentence, novelty_response, novelty_sentence, query_stems
 from ._structure import structure_response, structure_sentence
 from ._surface import length_response, length_sentence, refusal_response, refusal_sentence, task_features
@@ -195,10 +195,12 @@ def analyze(example, entities, cache: ContextCache | None = None, claims=None, e
     index = cache.get(example)
     check_deadline()
     output = example.output
-    sentences = split_sentences(output)
+    # the answer's words, found once: every family, the checks and the engine read them (issue 41)
+    words = TextWords(output)
+    sentences = words.sentences
     sent_tokens, sent_all = [], []
     for s, e in sentences:
-        toks, n_all = split_tokens(output[s:e])
+        toks, n_all = content_split(words.lower_tokens(s, e))
         sent_tokens.append(toks)
         sent_all.append(n_all)
     match = index.match(sent_tokens)
@@ -232,11 +234,14 @@ def analyze(example, entities, cache: ContextCache | None = None, claims=None, e
     # the rules' claim units, cut once for the checks and the engine (what each would cut by itself)
     units = [sentence_claims(output, s, e) for s, e in sentences] if claims is None else None
     check_s, findings = claim_checks(output, sentences, index.evidence_units, example.query or "", claims,
-                                     units=units)
+                                     units=units, words=words)
     engine = engine if engine is not None else EvidenceEngine(cache_size=1)
-    chunk_texts = [example.context[c.start:c.end] for c in example.chunks] or [example.context]
+    chunk_texts, chunk_words = index.chunk_texts, index.chunk_words
+    if not chunk_texts:  # (no chunk: the engine reads the context as one)
+        chunk_texts, chunk_words = [example.context], None
     reading = engine.read(output, chunk_texts, example.query or "",
-                          claims=claims if claims is not None else [u for us in units for u in us])
+                          claims=claims if claims is not None else [u for us in units for u in us],
+                          words=words, chunk_words=chunk_words)
     evidence_r, evidence_s = _evidence_features(reading, sentences)
 
     response: dict = {}

@@ -361,11 +361,12 @@ def _content_stem(low: str):
     return st
 
 
-def _tokens(text: str, start: int, end: int):
-    """``(start, end, word, lower, stem or None)`` of each word of ``text[start:end]``."""
+def _tokens(text: str, start: int, end: int, words=None):
+    """``(start, end, word, lower, stem or None)`` of each word of ``text[start:end]`` (``words``: the text's
+    :class:`~evqual.text.TextWords`, whose words are taken instead of scanning again)."""
     cs = _CONTENT_STEM
     toks = []
-    for a, b, w in word_spans(text, start, end):
+    for a, b, w in (words.spans_in(start, end) if words is not None else word_spans(text, start, end)):
         low = w.lower()
         st = cs.get(low, 0)
         if st == 0:
@@ -688,7 +689,8 @@ def _one_edit(x: str, y: str) -> bool:
 
 
 def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int = -1, seg: int = 0,
-                   field: bool = False, neg_stems=None, toks=None, neg_pos=None, unit_start: int = 0):
+                   field: bool = False, neg_stems=None, toks=None, neg_pos=None, unit_start: int = 0,
+                   words=None):
     """The checkable items of ``text[start:end]`` (a claim unit or an evidence sentence).
 
     Returns ``(items, toks, neg_pos)``.  Predicate items (for the negation
@@ -697,7 +699,7 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
     ``toks`` and ``neg_pos`` may be passed when already computed.
     """
     if toks is None:
-        toks = _tokens(text, start, end)
+        toks = _tokens(text, start, end, words)
     if neg_pos is None:
         neg_pos = _negations(text, toks)
     n = len(toks)
@@ -864,10 +866,20 @@ class EvidenceUnits:
     Parameters
     ----------
     chunk_texts : list of str
+    words : list of TextWords, optional
+        Each chunk's :class:`~evqual.text.TextWords`, when the caller has them: their sentences and words are
+        read instead of finding them again (the same units and items).
     """
 
-    def __init__(self, chunk_texts):
+    def __init__(self, chunk_texts, words=None):
         self.chunk_texts = list(chunk_texts)
+        if words is not None:
+            words = list(words)
+            if len(words) != len(self.chunk_texts) or any(
+                    w.text is not t and w.text != t for w, t in zip(words, self.chunk_texts)):
+                raise ValueError("EvidenceUnits: words must hold one TextWords of each chunk text, in order")
+            self.chunk_texts = [w.text for w in words]
+        self.chunk_words = chunk_words = words
         self.spans: list = []
         self.fields: list = []
         self.neg_stems: set = set()
@@ -881,11 +893,12 @@ class EvidenceUnits:
         for k, text in enumerate(self.chunk_texts):
             check_deadline()
             field = _FIELD_RE.match(text) is not None and ". " not in text and len(text) < 300
-            for s, e in split_sentences(text):
+            tw = chunk_words[k] if chunk_words is not None else None
+            for s, e in (tw.sentences if tw is not None else split_sentences(text)):
                 seg = len(self.spans)
                 self.spans.append((k, s, e))
                 self.fields.append(field)
-                seen = set(_WORD_RE.findall(text, s, e))
+                seen = {t[2] for t in tw.spans_in(s, e)} if tw is not None else set(_WORD_RE.findall(text, s, e))
                 lows = set()
                 for w in seen:
                     low = w.lower()
@@ -942,7 +955,8 @@ class EvidenceUnits:
         got = self._toks.get(seg)
         if got is None:
             k, s, e = self.spans[seg]
-            got = self._toks[seg] = _tokens(self.chunk_texts[k], s, e)
+            got = self._toks[seg] = _tokens(self.chunk_texts[k], s, e,
+                                            self.chunk_words[k] if self.chunk_words is not None else None)
         return got
 
     def negated(self, seg: int) -> set:
@@ -1686,7 +1700,7 @@ def _query_stems(query: str) -> frozenset:
 
 
 def claim_checks(output: str, sentences, ev: EvidenceUnits, query: str = "", claim_spans=None,
-                 units=None) -> tuple[dict, list]:
+                 units=None, words=None) -> tuple[dict, list]:
     """Per-sentence check counts (``sent.check.*``) and each sentence's findings.
 
     Parameters
@@ -1705,6 +1719,9 @@ def claim_checks(output: str, sentences, ev: EvidenceUnits, query: str = "", cla
     units : list of list of (start, end), optional
         Each sentence's rules units, already cut (:func:`evqual.features.analyze` cuts them once for
         this family and the evidence engine); ignored with ``claim_spans``.
+    words : TextWords, optional
+        The output's :class:`~evqual.text.TextWords` (:func:`evqual.features.analyze` finds the answer's
+        words once for every reader); its words are taken instead of scanning again.
 
     Returns
     -------
@@ -1718,7 +1735,12 @@ def claim_checks(output: str, sentences, ev: EvidenceUnits, query: str = "", cla
     findings: list[list[Finding]] = [[] for _ in range(n)]
     qw = _query_words(query or "")
     qs = _query_stems(query or "")
-    out_tokens = _WORD_RE.findall(output)
+    if words is not None and words.text is not output:
+        if words.text == output:
+            output = words.text
+        else:
+            raise ValueError("claim_checks: words must be the TextWords of output")
+    out_tokens = [t[2] for t in words.spans] if words is not None else _WORD_RE.findall(output)
     out_words = {w.lower() for w in out_tokens}
     out_lower = {w for w in out_tokens if w.islower()}
     for i, (s, e) in enumerate(sentences):
@@ -1727,7 +1749,7 @@ def claim_checks(output: str, sentences, ev: EvidenceUnits, query: str = "", cla
             units_i = [(max(a, s), min(b, e)) for a, b in claim_spans if a < e and b > s] or [(s, e)]
         else:
             units_i = units[i] if units is not None else sentence_claims(output, s, e)
-        sent_toks = _tokens(output, s, e) if len(units_i) > 1 else None
+        sent_toks = _tokens(output, s, e, words) if len(units_i) > 1 else None
         # the values the sentence states anywhere ("one or two tablets ..., but no more than eight"): an
         # evidence value the sentence states too is not one the claim replaced
         sent_values = {m.value for m in extract_numbers(output[s:e])} if len(units_i) > 1 and \
@@ -1748,7 +1770,7 @@ def claim_checks(output: str, sentences, ev: EvidenceUnits, query: str = "", cla
                     if left > s:
                         toks = [t for t in toks if t[0] >= left]
             items, toks, _ = _segment_items(output, left, b, first=True, neg_stems=ev.neg_stems, toks=toks,
-                                            unit_start=a)
+                                            unit_start=a, words=words)
             # a positional name ("Brightmere agreed ...") counts when the context writes that word, and
             # never in lower case, and neither does the answer
             items = [it for it in items if it.start >= a and not (

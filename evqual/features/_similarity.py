@@ -37,7 +37,7 @@ import numpy as np
 
 from .._deadline import check_deadline
 from ..text import STOP_WORDS, US_STATES, context_number_values
-from ..text import TOKEN_PATTERN
+from ..text import TOKEN_PATTERN, TextWords
 
 
 __all__ = ["ContextIndex", "SentenceMatch", "ContextCache", "BM25_K1", "BM25_B", "BM25_EPSILON"]
@@ -76,7 +76,11 @@ def context_aliases(chunk_texts) -> frozenset:
 
 def split_tokens(text: str) -> tuple[list[str], int]:
     """Content tokens of ``text`` and the count of all its tokens."""
-    toks = _TOKEN_RE.findall(text.lower())
+    return content_split(_TOKEN_RE.findall(text.lower()))
+
+
+def content_split(toks: list) -> tuple[list[str], int]:
+    """The content tokens of ``toks`` (lower-case tokens; stop words left out) and how many ``toks`` are."""
     stop = STOP_WORDS
     return [t for t in toks if t not in stop], len(toks)
 
@@ -103,6 +107,8 @@ class ContextIndex:
 
     def __init__(self, chunk_texts):
         self.chunk_texts = list(chunk_texts)
+        self.chunk_words = [TextWords(t) for t in self.chunk_texts]
+        """Each chunk's words (:class:`~evqual.text.TextWords`), found once for every reader of the context."""
         vocab: dict[str, int] = {}
         indptr, indices, data = [0], [], []
         dl, n_tokens = [], 0
@@ -111,9 +117,9 @@ class ContextIndex:
         canon: dict[str, str] = {}  # one string object per distinct token, however often it occurs
         intern = canon.setdefault
         stop = STOP_WORDS
-        for text in self.chunk_texts:
+        for words in self.chunk_words:
             check_deadline()
-            all_toks = _TOKEN_RE.findall(text.lower())
+            all_toks = words.lower_tokens()
             toks = [intern(t, t) for t in all_toks if t not in stop]
             context_words.update(all_toks)
             chunk_tokens.append(toks)
@@ -230,7 +236,7 @@ class ContextIndex:
         if self._evidence_units is None:
             from ._checks import EvidenceUnits
 
-            self._evidence_units = EvidenceUnits(self.chunk_texts)
+            self._evidence_units = EvidenceUnits(self.chunk_texts, words=self.chunk_words)
         return self._evidence_units
 
     def chunk_negation(self, k: int) -> tuple[bool, set]:

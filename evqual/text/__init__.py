@@ -24,6 +24,7 @@ from ._sentences import MAX_SENTENCE_CHARS, split_sentences
 from ._stem import STEMMER_BACKENDS, english_stemmer, stemmer_backend
 from ._tokens import (STOP_WORDS, TOKEN_PATTERN, char_positions, content_tokens, has_alnum, has_camel_case,
                       has_cue_word, has_digit, token_spans, tokenize, word_spans)
+from ._words import TextWords
 
 __all__ = [
     "FUNCTION_WORDS",
@@ -65,6 +66,7 @@ __all__ = [
     "token_spans",
     "tokenize",
     "word_spans",
+    "TextWords",
     "has_digit",
     "has_alnum",
     "has_camel_case",

@@ -1,0 +1,115 @@
+"""TextWords: a text's words found once, read by window (issue 41, session 8: one reading of each text).
+
+Every reader that now takes its words from a TextWords must read what its own scan of the window gave.
+"""
+
+import re
+import sys
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from evqual.evidence import EvidenceEngine, read_span
+from evqual.features._checks import EvidenceUnits, _tokens, claim_checks
+from evqual.text import TOKEN_PATTERN, TextWords, split_sentences, word_spans
+
+_CHARS = st.sampled_from(list("ab zAZ09_'.-:\t\n") + ["é", "İ", "ß", "Σ", "中", "٣", "½", "\u0301", "’", "\u0130"])
+_TOKEN_RE = re.compile(TOKEN_PATTERN)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.text(_CHARS, max_size=40), st.integers(-3, 45), st.integers(-3, 45))
+@example("isn't", 2, 5)
+@example("abc def", 1, 2)
+@example("İstanbul", 0, 8)
+def test_a_window_of_the_words_is_a_scan_of_the_window(text, start, end):
+    """Any window, a word cut by either edge, bounds before the start and past the end."""
+    words = TextWords(text)
+    assert words.spans_in(start, end) == word_spans(text, start, end)
+    lo, hi = max(start, 0), max(min(end, len(text)), 0)
+    assert words.lower_tokens(lo, hi) == _TOKEN_RE.findall(text[lo:hi].lower())
+    assert words.spans == word_spans(text)
+    assert words.sentences == split_sentences(text)
+
+
+def test_lower_casing_joins_no_words_and_makes_none():
+    """What ``lower_tokens`` relies on, for every code point: a character that is not a word character
+    lowers to none, and only U+0130 (İ) lowers to something a word stops at."""
+    word = re.compile(r"[^\W_]")
+    split = []
+    for cp in range(sys.maxunicode + 1):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        c = chr(cp)
+        low = c.lower()
+        if word.match(c) is None:
+            assert not any(word.match(x) for x in low), hex(cp)
+        elif not all(word.match(x) for x in low):
+            split.append(cp)
+    assert split == [0x130]
+
+
+_READ_CHARS = st.sampled_from(["Acme", "OutdoorSeating", "isn't", "O'Neil", " ", ". ", "5 km", "not", "more than",
+                               "12", "fourteen", "hours", "Bank", ", ", "$149", "İzmir", "twice a week", "\n"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_READ_CHARS, max_size=14).map("".join), st.integers(0, 40), st.integers(0, 80))
+def test_read_span_with_the_texts_words_reads_the_same(text, start, length):
+    end = min(len(text), start + length)
+    start = min(start, end)
+    words = TextWords(text)
+    assert read_span(text, start, end, words=words) == read_span(text, start, end)
+    other = TextWords(text + " Other")  # another text's words are not used
+    assert read_span(text, start, end, words=other) == read_span(text, start, end)
+
+
+def test_readers_with_and_without_the_words_agree():
+    chunks = ["The bridge opened in 1932 after six years of work. It isn't 40 m long.",
+              "OutdoorSeating: True. The Harbour Bank said no more than 5 km."]
+    out = "The bridge opened in 1935, after sixteen years. Harbour Bank says it's 50 m long and free."
+    cw = [TextWords(c) for c in chunks]
+    ow = TextWords(out)
+    assert _tokens(out, 4, 60, ow) == _tokens(out, 4, 60)
+    plain, shared = EvidenceUnits(chunks), EvidenceUnits(chunks, words=cw)
+    assert plain.spans == shared.spans and plain.postings == shared.postings and plain.words == shared.words
+    assert plain.neg_stems == shared.neg_stems
+    assert [plain.tokens(i) for i in range(len(plain.spans))] == [shared.tokens(i) for i in range(len(shared.spans))]
+    sents = split_sentences(out)
+    got_plain = claim_checks(out, sents, EvidenceUnits(chunks))
+    got_shared = claim_checks(out, sents, EvidenceUnits(chunks, words=cw), words=ow)
+    assert [[repr(f) for f in fs] for fs in got_plain[1]] == [[repr(f) for f in fs] for fs in got_shared[1]]
+    assert all((got_plain[0][k] == got_shared[0][k]).all() for k in got_plain[0])
+    a = EvidenceEngine().read(out, chunks, "How long?")
+    b = EvidenceEngine().read(out, chunks, "How long?", words=ow, chunk_words=cw)
+    assert (a.matrix == b.matrix).all()
+    assert [[repr(d) for d in c.differences] for c in a.claims] == [[repr(d) for d in c.differences] for c in b.claims]
+
+
+def test_words_of_another_text_are_refused_or_ignored():
+    chunks = ["The bridge opened in 1932."]
+    with pytest.raises(TypeError, match="TextWords: text must be a str"):
+        TextWords(b"bytes")
+    with pytest.raises(ValueError, match="one TextWords of each chunk text"):
+        EvidenceUnits(chunks, words=[TextWords("Another text.")])
+    with pytest.raises(ValueError, match="one TextWords of each chunk text"):
+        EvidenceUnits(chunks, words=[])
+    out = "It opened in 1935."
+    with pytest.raises(ValueError, match="words must be the TextWords of output"):
+        claim_checks(out, split_sentences(out), EvidenceUnits(chunks), words=TextWords("Other."))
+    # the engine reads the texts themselves when the words are another text's
+    a = EvidenceEngine().read(out, chunks)
+    b = EvidenceEngine().read(out, chunks, words=TextWords("Other."), chunk_words=[TextWords("x"), TextWords("y")])
+    assert (a.matrix == b.matrix).all()
+
+
+def test_equal_but_distinct_texts_are_read_as_the_same_text():
+    """A caller's copy of the output (an equal str, another object) still uses the words."""
+    out = "It opened in 1935 and isn't long."
+    copy = "".join(list(out))
+    assert copy is not out
+    words = TextWords(copy)
+    r1 = EvidenceEngine().read(out, ["It opened in 1932."], words=words)
+    r2 = EvidenceEngine().read(out, ["It opened in 1932."])
+    assert (r1.matrix == r2.matrix).all()
