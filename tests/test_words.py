@@ -113,3 +113,14 @@ def test_equal_but_distinct_texts_are_read_as_the_same_text():
     r1 = EvidenceEngine().read(out, ["It opened in 1932."], words=words)
     r2 = EvidenceEngine().read(out, ["It opened in 1932."])
     assert (r1.matrix == r2.matrix).all()
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.text(_CHARS, max_size=40), st.integers(-3, 45), st.integers(-3, 45))
+@example("A’Σ", 0, 3)
+def test_the_lower_case_words_of_a_window(text, start, end):
+    """``lows_in`` lowers each word of the window as written (a capital sigma alone, as ``read_span`` and the
+    checks lower a word); ``lower_tokens`` lowers the window whole, as the similarity family did."""
+    words = TextWords(text)
+    assert words.lows_in(start, end) == [w.lower() for _, _, w in word_spans(text, start, end)]
+    assert words.lows == [t[2].lower() for t in words.spans]

@@ -123,7 +123,7 @@ def read_span(text: str, start: int = 0, end: int | None = None, words=None) -> 
     if words is not None and (apostrophe or (words.text is not text and words.text != text)):
         words = None
     toks, plain = _span_tokens(text, start, end, words)
-    lows = [t[2].lower() for t in toks]
+    lows = words.lows_in(start, end) if words is not None and plain else [t[2].lower() for t in toks]
     if apostrophe:
         for k, w in enumerate(lows):
             if "'" in w:

@@ -366,7 +366,14 @@ def _tokens(text: str, start: int, end: int, words=None):
     :class:`~evqual.text.TextWords`, whose words are taken instead of scanning again)."""
     cs = _CONTENT_STEM
     toks = []
-    for a, b, w in (words.spans_in(start, end) if words is not None else word_spans(text, start, end)):
+    if words is not None:
+        for (a, b, w), low in zip(words.spans_in(start, end), words.lows_in(start, end)):
+            st = cs.get(low, 0)
+            if st == 0:
+                st = _content_stem(low)
+            toks.append((a, b, w, low, st))
+        return toks
+    for a, b, w in word_spans(text, start, end):
         low = w.lower()
         st = cs.get(low, 0)
         if st == 0:

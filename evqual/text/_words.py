@@ -33,6 +33,8 @@ class TextWords:
     text : str
     spans : list of (int, int, str)
         ``(start, end, word)`` of every word, as :func:`~evqual.text.word_spans` gives them.
+    lows : list of str
+        Each word lower-cased (``word.lower()``), beside :attr:`spans`.
 
     Examples
     --------
@@ -47,16 +49,19 @@ class TextWords:
     ["U.S.-based Acme's plant.", 'It opened in 1932.']
     """
 
-    __slots__ = ("text", "spans", "_starts", "_ends", "_sentences")
+    __slots__ = ("text", "spans", "lows", "_starts", "_ends", "_sentences", "_whole")
 
     def __init__(self, text: str):
         if not isinstance(text, str):
             raise TypeError(f"TextWords: text must be a str, got {type(text).__name__}")
         self.text = text
         self.spans = word_spans(text)
+        self.lows = [t[2].lower() for t in self.spans]
         self._starts = [t[0] for t in self.spans]
         self._ends = [t[1] for t in self.spans]
         self._sentences = None
+        # whether each word lowers as the text around it lowers (see lower_tokens)
+        self._whole = text.isascii() or ("\u0130" not in text and "\u03a3" not in text)
 
     @property
     def sentences(self) -> list:
@@ -91,6 +96,22 @@ class TextWords:
                 out[-1] = (a, end, text[a:end])
         return out
 
+    def lows_in(self, start: int = 0, end: int | None = None) -> list:
+        """``[word.lower() for _, _, word in spans_in(start, end)]``."""
+        n = len(self.text)
+        end = n if end is None or end > n else end
+        start = 0 if start < 0 else start
+        if start >= end:
+            return []
+        i, j = self.window(start, end)
+        out = self.lows[i:j]
+        if out:
+            if self._starts[i] < start or self._ends[i] > end:
+                out[0] = self.text[max(self._starts[i], start):min(self._ends[i], end)].lower()
+            if self._ends[j - 1] > end:
+                out[-1] = self.text[max(self._starts[j - 1], start):end].lower()
+        return out
+
     def lower_tokens(self, start: int = 0, end: int | None = None) -> list:
         """``TOKEN_PATTERN`` runs of ``text[start:end].lower()`` (:func:`~evqual.text.tokenize` of the window).
 
@@ -99,13 +120,8 @@ class TextWords:
         lowered whole as before: "İ" (U+0130) lowers to a letter and a combining mark, which a word ends at,
         and a capital sigma lowers by what stands around it ("ς" at a word's end), possibly outside the
         word."""
-        spans = self.spans_in(start, end)
-        out = [w.lower() for _, _, w in spans]
-        for w in out:
-            if not w.isascii():
-                if any("\u0130" in t[2] or "\u03a3" in t[2] for t in spans):
-                    n = len(self.text)
-                    end = n if end is None or end > n else end
-                    return _TOKEN_RE.findall(self.text[max(start, 0):end].lower())
-                break
-        return out
+        if self._whole:
+            return self.lows_in(start, end)
+        n = len(self.text)
+        end = n if end is None or end > n else end
+        return _TOKEN_RE.findall(self.text[max(start, 0):end].lower())
