@@ -49,7 +49,7 @@ def _dense_rows(engine, enc, output, chunks, query, cache):
     """Per claim: (claim, max cosine, cosine at the lexical unit, dense unit != lexical unit)."""
     import numpy as np
 
-    idx = engine.index(chunks, query)
+    idx = engine.index(chunks)
     key = tuple(chunks)
     if key not in cache:
         cache.clear()

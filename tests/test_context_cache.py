@@ -70,11 +70,11 @@ def test_the_engine_cache_is_bounded_by_count_and_characters():
     assert len(eng._cache) == 2
     eng = EvidenceEngine(cache_size=10, max_chars=50)
     for i in range(4):
-        eng.index([f"Passage {i} says little."], "q")  # 24 characters each
+        eng.index([f"Passage {i} says little."])  # 22 characters each
     assert len(eng._cache) == 2 and eng._chars <= 50
     eng.index(["z" * 80])
     assert len(eng._cache) == 2
-    assert eng.index(["Passage 3 says little."], "q") is eng.index(["Passage 3 says little."], "q")
+    assert eng.index(["Passage 3 says little."]) is eng.index(["Passage 3 says little."])
 
 
 def test_the_caches_are_never_saved(fitted, tmp_path, evqual_sample_detector):
@@ -108,3 +108,50 @@ def test_transform_in_chunks_gives_the_matrix_of_one_piece(monkeypatch, level):
         monkeypatch.setattr(featurizer_module, "TRANSFORM_CHUNK", chunk)
         got = EvidenceFeaturizer(level=level).fit(examples).transform(examples)
         assert got.shape == whole.shape and np.array_equal(got, whole, equal_nan=True)
+
+
+def test_one_analysis_per_context_holds_the_engines_reading():
+    """Issue 41, session 8: the evidence engine's reading of a context lives in the context's analysis
+    (ContextIndex.evidence_index), built once for every answer to it; the engine keeps no second copy."""
+    from evqual.features import analyze_many
+
+    cache, engine = ContextCache(), EvidenceEngine(cache_size=8)
+    exs = SAMPLE[:12]
+    analyze_many(exs, cache=cache, engine=engine)
+    assert len(engine._cache) == 0
+    idx = cache.get(exs[0])
+    assert idx.evidence_index is idx.evidence_index
+    # the kept reading is what the engine builds for those chunks
+    fresh = EvidenceEngine().index(exs[0].chunk_texts)
+    assert idx.evidence_index.units == fresh.units and idx.evidence_index.postings == fresh.postings
+    assert idx.evidence_index.idf == fresh.idf
+
+
+def test_reading_with_a_kept_index_is_reading_without_it():
+    from evqual.evidence import EvidenceIndex
+
+    chunks = ["Buses run every 30 minutes on Sundays.", "Trams do not run at night. The museum opened in 1932."]
+    out = "Buses run every ten minutes on Sundays, and trams run at night."
+    idx = EvidenceIndex(chunks)
+    a = EvidenceEngine().read(out, chunks, "When do buses run?")
+    b = EvidenceEngine(cache_size=0).read(out, list(chunks), "When do buses run?", index=idx)
+    assert (a.matrix == b.matrix).all()
+    assert [[repr(d) for d in c.differences] for c in a.claims] == [[repr(d) for d in c.differences] for c in b.claims]
+    with pytest.raises(ValueError, match="not the EvidenceIndex of these chunks"):
+        EvidenceEngine().read(out, chunks[:1], index=idx)
+    with pytest.raises(TypeError, match="index must be an EvidenceIndex"):
+        EvidenceEngine().read(out, chunks, index=object())
+    # one index serves every query: the query is read with each answer
+    q1 = EvidenceEngine().read("It opened in 1932.", chunks, "When did the museum open?", index=idx)
+    q2 = EvidenceEngine().read("It opened in 1932.", chunks, "Which year?", index=idx)
+    assert q1.matrix.shape == q2.matrix.shape
+
+
+def test_a_long_query_is_read_and_not_kept():
+    from evqual.evidence import _engine
+
+    long_query = "Does the museum open on Sundays? " * 200
+    before = _engine._query_keys_cached.cache_info().currsize
+    got = _engine._query_keys(long_query)
+    assert got == _engine._read_query_keys(long_query) and "w:museum" in got
+    assert _engine._query_keys_cached.cache_info().currsize == before

@@ -180,8 +180,8 @@ def test_warm_index_caches_read_as_a_fresh_engine(answers):
 
 
 def test_index_key_cache_is_bounded(monkeypatch):
-    monkeypatch.setattr(_engine._Index, "_PRESENT_MAX", 3)
-    idx = _engine._Index(_CONTEXT, "")
+    monkeypatch.setattr(_engine.EvidenceIndex, "_PRESENT_MAX", 3)
+    idx = _engine.EvidenceIndex(_CONTEXT)
     for k in ["w:lake", "n:orva", "w:park", "w:bus", "n:aska", "v:num:$:12"]:
         units, array = idx.present(k)
         assert units == frozenset(u for a in _engine._aliases(k) for u in idx.postings.get(a, ()))
@@ -352,14 +352,21 @@ def test_evidence_sentence_rows_equal_the_claim_loop(claim_starts, n_sent, rnd):
 
 # ------------------------------------------------------------------------------------------------ engine sums
 
-@given(st.lists(st.one_of(st.floats(allow_nan=False), st.sampled_from([0.0, -0.0, 1.5, 0.1, 0.2])), max_size=20))
+@given(st.lists(st.one_of(st.floats(allow_nan=False), st.sampled_from([0.0, -0.0, 1.5, 0.1, 0.2]),
+                          st.floats(0, 12, allow_nan=False)), max_size=300))
 @example([-0.0])
 @example([])
 @example([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7])
-@settings(max_examples=500, deadline=None)
+@example([0.1 * k for k in range(8)])
+@example([0.1 * k for k in range(23)])
+@example([1e16] + [1.0] * 15 + [-1e16])
+@example([0.1 * k for k in range(128)])
+@example([0.1 * k for k in range(129)])
+@example([-0.0] * 16)
+@settings(max_examples=1500, deadline=None)
 def test_claim_weight_sum_is_numpys_to_the_last_bit(values):
-    """The claim's total weight is summed without an array below 8 items (issue 41, session 6); numpy's own sum
-    is what the features were always computed with."""
+    """The claim's total weight is summed without an array up to 128 items (issue 41, sessions 6 and 8);
+    numpy's own sum is what the features were always computed with."""
     import warnings
 
     with warnings.catch_warnings():

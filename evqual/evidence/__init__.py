@@ -17,7 +17,7 @@ differences (:class:`Difference`) are what explanations quote.
 
 Public names
 ------------
-:class:`EvidenceEngine`, :class:`Reading`, :class:`ClaimEvidence`,
+:class:`EvidenceEngine`, :class:`EvidenceIndex`, :class:`Reading`, :class:`ClaimEvidence`,
 :class:`Difference`, :data:`CLAIM_FEATURES`, :data:`CLAIM_FEATURE_TABLE`,
 :func:`split_claims`; the data readers :func:`read_values`,
 :func:`read_span`, :func:`logic_lexicon`, :data:`LOGIC_CLASSES`; the learner
@@ -33,6 +33,7 @@ from ._engine import (
     ClaimEvidence,
     Difference,
     EvidenceEngine,
+    EvidenceIndex,
     Reading,
 )
 from ._lexicon import LOGIC_CLASSES, LogicLexicon, inflections, logic_lexicon, stem, synonym_map
@@ -43,6 +44,7 @@ from ._values import Value, read_values
 from ..text import split_claims  # the rules the engine cuts claims by (shared with the check family)
 
 __all__ = [
+    "EvidenceIndex",
     "CLAIM_FEATURES",
     "CLAIM_FEATURE_TABLE",
     "ClaimEvidence",

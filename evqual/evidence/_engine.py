@@ -50,7 +50,7 @@ from ._lexicon import LOGIC_CLASSES, logic_lexicon, stem
 from ._reading import NEGATIVE_PREFIXES, SpanReading, read_span
 from ._values import value_kind
 
-__all__ = ["EvidenceEngine", "Reading", "ClaimEvidence", "Difference", "CLAIM_FEATURES"]
+__all__ = ["EvidenceEngine", "EvidenceIndex", "Reading", "ClaimEvidence", "Difference", "CLAIM_FEATURES"]
 
 # ------------------------------------------------------------------------------------------------ features
 
@@ -252,15 +252,34 @@ def _unit_scores(n_units: int, weights: list, present: list, arrays: list, skip:
 
 
 def _sum_as_numpy(values: list) -> float:
-    """``float(np.array(values).sum())`` to the last bit, signed zeros included, without making an array for a
-    few values: below 8, numpy's pairwise sum adds them one after another to -0.0, and the reduction adds that
-    to its identity 0.0; from 8 on numpy sums them (``tests/test_fastpaths.py`` holds the two equal)."""
-    if len(values) < 8:
+    """``float(np.array(values).sum())`` to the last bit, signed zeros included, without making an array for up
+    to 128 values: numpy's pairwise sum adds fewer than 8 one after another to -0.0, and up to 128 in eight
+    running sums (the items 8 apart in each) joined in pairs, then the rest one after another; the reduction
+    adds that to its identity 0.0.  Above 128 numpy sums them (``tests/test_fastpaths.py`` holds the two
+    equal)."""
+    n = len(values)
+    if n < 8:
         t = -0.0
         for v in values:
             t += v
         return t + 0.0
-    return float(np.array(values, dtype=np.float64).sum())
+    if n > 128:
+        return float(np.array(values, dtype=np.float64).sum())
+    r0, r1, r2, r3, r4, r5, r6, r7 = values[:8]
+    stop = n - n % 8
+    for i in range(8, stop, 8):
+        r0 += values[i]
+        r1 += values[i + 1]
+        r2 += values[i + 2]
+        r3 += values[i + 3]
+        r4 += values[i + 4]
+        r5 += values[i + 5]
+        r6 += values[i + 6]
+        r7 += values[i + 7]
+    t = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    for i in range(stop, n):
+        t += values[i]
+    return t + 0.0
 
 
 def _first_best(scores) -> int:
@@ -287,10 +306,35 @@ def _at_least(scores, bar: float) -> int:
     return int((scores >= bar).sum())
 
 
-class _Index:
-    """Evidence sentences of one context with their items, postings and idf."""
+class EvidenceIndex:
+    """The evidence sentences of one context, read once: their items, postings and idf.
 
-    def __init__(self, chunks, query: str, words=None):
+    What :meth:`EvidenceEngine.read` compares claims with.  It depends on the context alone (the query is read
+    with each answer), so the per-context analysis of :class:`evqual.features.ContextIndex` keeps one for
+    every answer to that context.
+
+    Parameters
+    ----------
+    chunks : list of str
+        The context's passages.
+    words : list of TextWords, optional
+        Each chunk's :class:`~evqual.text.TextWords`: their sentences and words are read instead of finding
+        them again (the same index); ignored unless they are the chunks' own.
+
+    Examples
+    --------
+    >>> idx = EvidenceIndex(["Buses run every 30 minutes. Trams run hourly."])
+    >>> idx.units
+    [(0, 0, 27), (0, 28, 45)]
+    >>> r = EvidenceEngine().read("Trams run every hour.", idx.chunks, index=idx)
+    >>> r.claims[0].unit
+    (0, 28, 45)
+    """
+
+    def __init__(self, chunks, *, words=None):
+        chunks = list(chunks)
+        words = _matching_words(words, chunks)
+        self.chunks = chunks
         units, readings = [], []
         for ci, text in enumerate(chunks):
             check_deadline()
@@ -301,7 +345,6 @@ class _Index:
             for s, e in sentences or ([(0, len(text))] if text.strip() else []):
                 units.append((ci, s, e))
                 readings.append(read_span(text, s, e, words=w))
-        self.chunks = list(chunks)
         self.units = units
         self.readings = readings
         self.unit_keys = []
@@ -323,11 +366,6 @@ class _Index:
         self.idf = {k: math.log(1.0 + (n - len(v) + 0.5) / (len(v) + 0.5)) for k, v in postings.items()}
         self.default_idf = math.log(1.0 + (n + 0.5) / 0.5)
         self.negated = np.array([r.negated for r in readings], dtype=bool)
-        self.all_keys = set(postings)
-        q = read_span(query or "")
-        self.query_keys = set()
-        for k in q.keys:
-            self.query_keys.update(_aliases(k))
         self.numbers = [self._numbers(r) for r in readings]
         # filled as claims ask (an index is shared by every answer to its context): a key's units, and a
         # unit's canonical keys, first positions and logic senses
@@ -405,39 +443,49 @@ class EvidenceEngine:
         self._cache: OrderedDict = OrderedDict()
         self._chars = 0
 
-    def index(self, chunks, query: str = "", *, words=None) -> _Index:
-        """The sentence index of ``chunks`` (kept in the bounded cache).
+    def index(self, chunks, *, words=None) -> EvidenceIndex:
+        """The :class:`EvidenceIndex` of ``chunks`` (kept in the bounded cache).
 
         ``words``: each chunk's :class:`~evqual.text.TextWords`, when the caller has them (their words and
         sentences are read instead of finding them again)."""
-        key = (tuple(chunks), query or "")
+        key = tuple(chunks)
         idx = self._cache.get(key)
         if idx is not None:
             self._cache.move_to_end(key)
             return idx
-        idx = _Index(chunks, query, _matching_words(words, key[0]))
-        size = sum(map(len, key[0])) + len(key[1])
+        idx = EvidenceIndex(key, words=words)
+        size = sum(map(len, key))
         if self.max_chars is not None and size > self.max_chars:
             return idx
         self._cache[key] = idx
         self._chars += size
         while len(self._cache) > self.cache_size or (self.max_chars is not None and self._chars > self.max_chars):
-            (old_chunks, old_query), _ = self._cache.popitem(last=False)
-            self._chars -= sum(map(len, old_chunks)) + len(old_query)
+            old_chunks, _ = self._cache.popitem(last=False)
+            self._chars -= sum(map(len, old_chunks))
         return idx
 
     def read(self, output: str, chunks, query: str = "", claims=None, *, words=None,
-             chunk_words=None) -> Reading:
+             chunk_words=None, index: EvidenceIndex | None = None) -> Reading:
         """Read ``output`` against ``chunks`` (list of evidence texts).
 
         ``claims``: ``(start, end)`` spans of the output; default :func:`evqual.text.split_claims`.
         ``words`` and ``chunk_words``: the :class:`~evqual.text.TextWords` of the output and of each chunk,
         when the caller has them (:func:`evqual.features.analyze` does): read instead of finding the words
-        again, with the same result.
+        again, with the same result.  ``index``: the :class:`EvidenceIndex` of ``chunks``, when the caller
+        keeps one (then this engine's cache is not used); it must be of these chunks.
         """
         if isinstance(chunks, str):
             chunks = [chunks]
-        idx = self.index(list(chunks), query or "", words=chunk_words)
+        if index is not None:
+            if not isinstance(index, EvidenceIndex):
+                raise TypeError(f"EvidenceEngine.read: index must be an EvidenceIndex, got {type(index).__name__}")
+            if len(index.chunks) != len(chunks) or any(
+                    a is not b and a != b for a, b in zip(index.chunks, chunks)):
+                raise ValueError("EvidenceEngine.read: index is not the EvidenceIndex of these chunks")
+            idx = index
+        else:
+            idx = self.index(list(chunks), words=chunk_words)
+        query_keys = _query_keys(query or "")
         if words is not None and words.text is not output:
             if words.text == output:
                 output = words.text  # (the same object, so that read_span compares no characters)
@@ -447,11 +495,12 @@ class EvidenceEngine:
         claims = []
         for s, e in spans:
             check_deadline()
-            claims.append(self._claim(output, s, e, idx, words))
+            claims.append(self._claim(output, s, e, idx, query_keys, words))
         return Reading(claims)
 
     # -------------------------------------------------------------- one claim
-    def _claim(self, output: str, start: int, end: int, idx: _Index, words=None) -> ClaimEvidence:
+    def _claim(self, output: str, start: int, end: int, idx: EvidenceIndex, query_keys: frozenset,
+               words=None) -> ClaimEvidence:
         r = read_span(output, start, end, words=words)
         f = [0.0] * len(CLAIM_FEATURES)  # the claim's row, an array at the end (list items are cheaper to set)
         diffs: list[Difference] = []
@@ -482,7 +531,6 @@ class EvidenceEngine:
         f[_COL["align.recall.v1"]] = float(scores[best]) / total if best >= 0 else 0.0
         # (sums added in order, as a loop: sum() of floats compensates its rounding from Python 3.12 on)
         cov2 = covc = 0.0
-        query_keys = idx.query_keys
         for k, w, us in zip(items, w_list, present):
             if best in us or second in us:
                 cov2 += w
@@ -527,7 +575,7 @@ class EvidenceEngine:
                 st = "second"
             elif us:
                 st = "elsewhere"
-            elif any(a in idx.query_keys for a in _aliases(k)):
+            elif any(a in query_keys for a in _aliases(k)):
                 st = "query"
             else:
                 st = "novel"
@@ -697,7 +745,7 @@ class EvidenceEngine:
                 continue  # neither adds nor drops: every feature of the class stays 0
             cs, es, es2 = cl_logic.get(c, set()), ev_logic.get(c, set()), ev2_logic.get(c, set())
             # a sense the query asks about ("Does it have to ...?") is not added by the answer
-            adds = cs - es - {x for x in cs if f"L:{c}:{x}" in idx.query_keys}
+            adds = cs - es - {x for x in cs if f"L:{c}:{x}" in query_keys}
             drops = inner.get(c, set()) - cs
             pairs = [(a, b) for a, b in local.get(c, ()) if a in adds and b not in cs]
             f[c_adds] = len(adds)
@@ -721,6 +769,29 @@ class EvidenceEngine:
                                         "/".join([",".join(sorted(a_set)), ",".join(sorted(d_set))])))
         strength = float(f[_COL["align.recall.v1"]])
         return ClaimEvidence(start, end, output[start:end], unit, strength, np.array(f, dtype=np.float64), diffs)
+
+
+def _query_keys(query: str) -> frozenset:
+    """The items of ``query`` and their aliases; kept for queries up to :data:`_QUERY_CACHED_CHARS` (queries
+    repeat across the answers to one source, and a long one is not kept 4,096 times)."""
+    if len(query) <= _QUERY_CACHED_CHARS:
+        return _query_keys_cached(query)
+    return _read_query_keys(query)
+
+
+_QUERY_CACHED_CHARS = 4000
+
+
+@lru_cache(maxsize=4096)
+def _query_keys_cached(query: str) -> frozenset:
+    return _read_query_keys(query)
+
+
+def _read_query_keys(query: str) -> frozenset:
+    keys: set = set()
+    for k in read_span(query).keys:
+        keys.update(_aliases(k))
+    return frozenset(keys)
 
 
 def _matching_words(words, chunks):
@@ -758,7 +829,7 @@ def _blocks(claim_keys, ev_keys, ev_canon=None, ev_ids=None):
     """The non-equal blocks ``(i1, i2, j1, j2)`` of the alignment of the claim's items with the evidence's
     (difflib's longest matching blocks, names and words compared alike), and the evidence index range
     ``[lo, hi)`` between the first and the last shared item.  ``ev_canon``, ``ev_ids``: the evidence keys
-    already canonical, and :func:`_ids` of them (:meth:`_Index.unit_view`).
+    already canonical, and :func:`_ids` of them (:meth:`EvidenceIndex.unit_view`).
 
     The compiled kernel (``evqual/evidence/_align.pyx``) aligns the keys as integer ids with difflib's
     algorithm; without it, difflib aligns the strings.  Both give the same blocks."""

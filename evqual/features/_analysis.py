@@ -236,12 +236,12 @@ def analyze(example, entities, cache: ContextCache | None = None, claims=None, e
     check_s, findings = claim_checks(output, sentences, index.evidence_units, example.query or "", claims,
                                      units=units, words=words)
     engine = engine if engine is not None else EvidenceEngine(cache_size=1)
-    chunk_texts, chunk_words = index.chunk_texts, index.chunk_words
-    if not chunk_texts:  # (no chunk: the engine reads the context as one)
-        chunk_texts, chunk_words = [example.context], None
-    reading = engine.read(output, chunk_texts, example.query or "",
-                          claims=claims if claims is not None else [u for us in units for u in us],
-                          words=words, chunk_words=chunk_words)
+    claim_spans = claims if claims is not None else [u for us in units for u in us]
+    if index.chunk_texts:
+        reading = engine.read(output, index.chunk_texts, example.query or "", claims=claim_spans, words=words,
+                              index=index.evidence_index)
+    else:  # (no chunk: the engine reads the context as one)
+        reading = engine.read(output, [example.context], example.query or "", claims=claim_spans, words=words)
     evidence_r, evidence_s = _evidence_features(reading, sentences)
 
     response: dict = {}
@@ -282,11 +282,12 @@ def analyze(example, entities, cache: ContextCache | None = None, claims=None, e
 def analyze_many(examples, extractor=None, cache: ContextCache | None = None, progress=None,
                  batch_size: int = 256, claim_splitter=None, engine: EvidenceEngine | None = None):
     """Analyse examples in order; entities come from ``extractor`` and claim units from ``claim_splitter``
-    (``None``: the rules backend) batch by batch.  ``cache`` and ``engine`` hold the context indexes
-    (fresh ones by default; pass long-lived ones to reuse them across calls)."""
+    (``None``: the rules backend) batch by batch.  ``cache`` holds the contexts' analyses, the evidence
+    engine's reading included (a fresh one by default; pass a long-lived one to reuse them across calls);
+    ``engine`` reads the answers (its own cache holds only a context without chunks)."""
     examples = list(examples)
     cache = cache if cache is not None else ContextCache()
-    engine = engine if engine is not None else EvidenceEngine()
+    engine = engine if engine is not None else EvidenceEngine(cache_size=1)
     out = []
     for b in range(0, len(examples), batch_size):
         batch = examples[b:b + batch_size]

@@ -277,8 +277,10 @@ class EvidenceFeaturizer(TransformerMixin, BaseEstimator):
         :data:`CONTEXT_CACHE_CHARS` characters), made on first use and never saved with a model."""
         caches = self.__dict__.get("_contexts")
         if caches is None:
+            # (the engine's reading of a context is kept in its ContextIndex: the engine's own cache holds
+            # only a context without chunks)
             caches = (threading.Lock(), ContextCache(CONTEXT_CACHE_SIZE, CONTEXT_CACHE_CHARS),
-                      EvidenceEngine(cache_size=CONTEXT_CACHE_SIZE, max_chars=CONTEXT_CACHE_CHARS))
+                      EvidenceEngine(cache_size=1, max_chars=CONTEXT_CACHE_CHARS))
             self._contexts = caches
         return caches
 

@@ -188,6 +188,7 @@ class ContextIndex:
         self._fields = None
         self._field_lookup = None
         self._evidence_units = None
+        self._evidence_index = None
         self._stem_vocab = None
         self._negation: dict[int, tuple] = {}
         self.aliases = context_aliases(self.chunk_texts)
@@ -228,6 +229,17 @@ class ContextIndex:
 
             self._field_lookup = field_lookup(self.fields[0])
         return self._field_lookup
+
+    @property
+    def evidence_index(self):
+        """The evidence engine's reading of the context (:class:`evqual.evidence.EvidenceIndex`, built on first
+        use from :attr:`chunk_words`): kept here, with every other reader's view of the context, so that one
+        cache holds one analysis per context."""
+        if self._evidence_index is None:
+            from ..evidence import EvidenceIndex
+
+            self._evidence_index = EvidenceIndex(self.chunk_texts, words=self.chunk_words)
+        return self._evidence_index
 
     @property
     def evidence_units(self):
