@@ -123,4 +123,28 @@ def test_the_lower_case_words_of_a_window(text, start, end):
     checks lower a word); ``lower_tokens`` lowers the window whole, as the similarity family did."""
     words = TextWords(text)
     assert words.lows_in(start, end) == [w.lower() for _, _, w in word_spans(text, start, end)]
-    assert words.lows == [t[2].lower() for t in words.spans]
+    assert words.words_in(start, end) == [w for _, _, w in word_spans(text, start, end)]
+    assert words.lows_in() == [t[2].lower() for t in words.spans]
+
+
+def test_the_compiled_word_offsets_back_textwords():
+    """Compiled, TextWords keeps two arrays of offsets (no list of words); a str subclass is read as the
+    characters it holds, and anything else is refused."""
+    from evqual._build import kernel
+
+    bounds = kernel("evqual.text._scan", "WordBounds")
+    if bounds is None:
+        pytest.skip("the compiled kernels are not built (or EVQUAL_PURE_PYTHON is set)")
+    words = TextWords("It isn't 40 m long.")
+    assert words._bounds is not None and len(words._bounds) == 6
+    assert words.spans == word_spans(words.text)
+
+    class Accessor(str):
+        def __str__(self):
+            return "something else"
+
+    text = Accessor("Harbour Bank said no.")
+    assert TextWords(text).spans == word_spans(str.__str__(text)) == word_spans(text)
+    with pytest.raises(TypeError, match="expected a str"):
+        bounds(b"bytes")
+    assert len(bounds("")) == 0 and bounds("").words_in(0, 5) == [] and bounds("...").window(0, 3) == (0, 0)

@@ -905,7 +905,7 @@ class EvidenceUnits:
                 seg = len(self.spans)
                 self.spans.append((k, s, e))
                 self.fields.append(field)
-                seen = {t[2] for t in tw.spans_in(s, e)} if tw is not None else set(_WORD_RE.findall(text, s, e))
+                seen = set(tw.words_in(s, e) if tw is not None else _WORD_RE.findall(text, s, e))
                 lows = set()
                 for w in seen:
                     low = w.lower()
@@ -1747,7 +1747,7 @@ def claim_checks(output: str, sentences, ev: EvidenceUnits, query: str = "", cla
             output = words.text
         else:
             raise ValueError("claim_checks: words must be the TextWords of output")
-    out_tokens = [t[2] for t in words.spans] if words is not None else _WORD_RE.findall(output)
+    out_tokens = words.words_in() if words is not None else _WORD_RE.findall(output)
     out_words = {w.lower() for w in out_tokens}
     out_lower = {w for w in out_tokens if w.islower()}
     for i, (s, e) in enumerate(sentences):

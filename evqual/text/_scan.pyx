@@ -9,6 +9,7 @@ Offsets are into the whole text; the scan stays inside ``[start, end)``.  ``test
 the scanner with the regular expressions on random text; without a compiler the regular expressions run.
 """
 
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.unicode cimport Py_UNICODE_ISALNUM, Py_UNICODE_ISDECIMAL, Py_UNICODE_ISSPACE, PyUnicode_FromObject
 
 
@@ -226,3 +227,119 @@ def has_cue_word(text_in, Py_ssize_t start, Py_ssize_t end, frozenset words, bin
         else:
             p = q
     return False
+
+
+cdef class WordBounds:
+    """Where the words of a text are (``[^\\W_]+``, as :func:`scan_words` finds them), kept as two C arrays of
+    offsets: 16 bytes a word, where a list of ``(start, end, word)`` holds about 200.  The words of a window
+    are made on request, cut where the window's edge cuts one (what a scan of the window gives).  Backs
+    :class:`evqual.text.TextWords` (issue 41, session 8)."""
+
+    cdef readonly str text
+    cdef Py_ssize_t n
+    cdef Py_ssize_t* starts
+    cdef Py_ssize_t* ends
+
+    def __cinit__(self, text_in):
+        cdef str text = _chars(text_in)
+        self.text = text
+        self.n = 0
+        self.starts = NULL
+        self.ends = NULL
+        cdef Py_ssize_t size = len(text), cap = 16, i = 0, a
+        cdef Py_ssize_t* grown
+        self.starts = <Py_ssize_t*> PyMem_Malloc(cap * sizeof(Py_ssize_t))
+        self.ends = <Py_ssize_t*> PyMem_Malloc(cap * sizeof(Py_ssize_t))
+        if self.starts == NULL or self.ends == NULL:
+            raise MemoryError()
+        while i < size:
+            if not Py_UNICODE_ISALNUM(text[i]):
+                i += 1
+                continue
+            a = i
+            i += 1
+            while i < size and Py_UNICODE_ISALNUM(text[i]):
+                i += 1
+            if self.n == cap:
+                cap *= 2
+                grown = <Py_ssize_t*> PyMem_Realloc(self.starts, cap * sizeof(Py_ssize_t))
+                if grown == NULL:
+                    raise MemoryError()
+                self.starts = grown
+                grown = <Py_ssize_t*> PyMem_Realloc(self.ends, cap * sizeof(Py_ssize_t))
+                if grown == NULL:
+                    raise MemoryError()
+                self.ends = grown
+            self.starts[self.n] = a
+            self.ends[self.n] = i
+            self.n += 1
+        if self.n < cap:  # (the arrays kept as long as the text is read: no slack)
+            cap = self.n if self.n else 1
+            grown = <Py_ssize_t*> PyMem_Realloc(self.starts, cap * sizeof(Py_ssize_t))
+            if grown != NULL:
+                self.starts = grown
+            grown = <Py_ssize_t*> PyMem_Realloc(self.ends, cap * sizeof(Py_ssize_t))
+            if grown != NULL:
+                self.ends = grown
+
+    def __dealloc__(self):
+        PyMem_Free(self.starts)
+        PyMem_Free(self.ends)
+
+    def __len__(self):
+        return self.n
+
+    cdef inline Py_ssize_t _first_ending_after(self, Py_ssize_t start):
+        """The first word whose end is past ``start`` (``bisect_right`` on the ends)."""
+        cdef Py_ssize_t lo = 0, hi = self.n, mid
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if self.ends[mid] <= start:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    cdef inline Py_ssize_t _first_starting_at(self, Py_ssize_t end):
+        """The first word starting at ``end`` or later (``bisect_left`` on the starts)."""
+        cdef Py_ssize_t lo = 0, hi = self.n, mid
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if self.starts[mid] < end:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def window(self, Py_ssize_t start, Py_ssize_t end):
+        """``(i, j)``: words ``i`` to ``j - 1`` overlap ``text[start:end]``."""
+        return self._first_ending_after(start), self._first_starting_at(end)
+
+    def words_in(self, Py_ssize_t start, Py_ssize_t end, bint lower=False, bint spans=True):
+        """The words of ``text[start:end]``: ``(start, end, word)`` each (``spans``), else the word alone;
+        lower-cased with ``lower``.  Bounds are clamped into the text."""
+        cdef Py_ssize_t size = len(self.text), i, j, a, b
+        if start < 0:
+            start = 0
+        if end > size:
+            end = size
+        out = []
+        if start >= end:
+            return out
+        i = self._first_ending_after(start)
+        j = self._first_starting_at(end)
+        cdef str text = self.text
+        cdef str w
+        while i < j:
+            a = self.starts[i]
+            b = self.ends[i]
+            if a < start:
+                a = start
+            if b > end:
+                b = end
+            w = text[a:b]
+            if lower:
+                w = w.lower()
+            out.append((a, b, w) if spans else w)
+            i += 1
+        return out

@@ -13,16 +13,23 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 
+from .._build import kernel
 from ._sentences import split_sentences
 from ._tokens import TOKEN_PATTERN, word_spans
 
 __all__ = ["TextWords"]
 
 _TOKEN_RE = re.compile(TOKEN_PATTERN)
+_BOUNDS = kernel("evqual.text._scan", "WordBounds")  # the compiled word offsets, or None: a list of words
 
 
 class TextWords:
     """The words of ``text`` (:data:`~evqual.text.TOKEN_PATTERN` runs), found once, by window on request.
+
+    Compiled, it keeps where each word starts and ends in two C arrays (16 bytes a word,
+    ``evqual/text/_scan.pyx``) and makes the words of a window when asked; the pure-Python fallback keeps the
+    list of ``(start, end, word)`` and their lower-case forms.  Both give what
+    :func:`~evqual.text.word_spans` gives for any window.
 
     Parameters
     ----------
@@ -31,10 +38,6 @@ class TextWords:
     Attributes
     ----------
     text : str
-    spans : list of (int, int, str)
-        ``(start, end, word)`` of every word, as :func:`~evqual.text.word_spans` gives them.
-    lows : list of str
-        Each word lower-cased (``word.lower()``), beside :attr:`spans`.
 
     Examples
     --------
@@ -49,19 +52,26 @@ class TextWords:
     ["U.S.-based Acme's plant.", 'It opened in 1932.']
     """
 
-    __slots__ = ("text", "spans", "lows", "_starts", "_ends", "_sentences", "_whole")
+    __slots__ = ("text", "_bounds", "_spans", "_lows", "_starts", "_ends", "_sentences", "_whole")
 
     def __init__(self, text: str):
         if not isinstance(text, str):
             raise TypeError(f"TextWords: text must be a str, got {type(text).__name__}")
         self.text = text
-        self.spans = word_spans(text)
-        self.lows = [t[2].lower() for t in self.spans]
-        self._starts = [t[0] for t in self.spans]
-        self._ends = [t[1] for t in self.spans]
         self._sentences = None
         # whether each word lowers as the text around it lowers (see lower_tokens)
         self._whole = text.isascii() or ("\u0130" not in text and "\u03a3" not in text)
+        self._bounds = _BOUNDS(text) if _BOUNDS is not None else None
+        if self._bounds is None:
+            self._spans = word_spans(text)
+            self._lows = [t[2].lower() for t in self._spans]
+            self._starts = [t[0] for t in self._spans]
+            self._ends = [t[1] for t in self._spans]
+
+    @property
+    def spans(self) -> list:
+        """``(start, end, word)`` of every word, as :func:`~evqual.text.word_spans` gives them."""
+        return self.spans_in(0, len(self.text))
 
     @property
     def sentences(self) -> list:
@@ -72,45 +82,49 @@ class TextWords:
         return got
 
     def window(self, start: int, end: int) -> tuple[int, int]:
-        """``(i, j)``: ``spans[i:j]`` are the words that overlap ``text[start:end]``."""
+        """``(i, j)``: the words ``i`` to ``j - 1`` overlap ``text[start:end]``."""
+        if self._bounds is not None:
+            return self._bounds.window(start, end)
         return bisect_right(self._ends, start), bisect_left(self._starts, end)
 
     def spans_in(self, start: int = 0, end: int | None = None) -> list:
         """``word_spans(text, start, end)``: the words of ``text[start:end]``, a word the window's edge cuts
         cut there."""
-        n = len(self.text)
-        end = n if end is None or end > n else end
-        start = 0 if start < 0 else start
-        if start >= end:
-            return []
-        i, j = self.window(start, end)
-        out = self.spans[i:j]
-        if out:
-            text = self.text
-            a, b, w = out[0]
-            if a < start or b > end:
-                a2, b2 = max(a, start), min(b, end)
-                out[0] = (a2, b2, text[a2:b2])
-            a, b, w = out[-1]
-            if b > end:
-                out[-1] = (a, end, text[a:end])
-        return out
+        if self._bounds is not None:
+            return self._bounds.words_in(start, len(self.text) if end is None else end)
+        return self._in(start, end, False)
+
+    def words_in(self, start: int = 0, end: int | None = None) -> list:
+        """``[word for _, _, word in spans_in(start, end)]``."""
+        if self._bounds is not None:
+            return self._bounds.words_in(start, len(self.text) if end is None else end, False, False)
+        return [t[2] for t in self._in(start, end, False)]
 
     def lows_in(self, start: int = 0, end: int | None = None) -> list:
         """``[word.lower() for _, _, word in spans_in(start, end)]``."""
+        if self._bounds is not None:
+            return self._bounds.words_in(start, len(self.text) if end is None else end, True, False)
+        return self._in(start, end, True)
+
+    def _in(self, start: int, end: int | None, lower: bool) -> list:
         n = len(self.text)
         end = n if end is None or end > n else end
         start = 0 if start < 0 else start
         if start >= end:
             return []
         i, j = self.window(start, end)
-        out = self.lows[i:j]
-        if out:
-            if self._starts[i] < start or self._ends[i] > end:
-                out[0] = self.text[max(self._starts[i], start):min(self._ends[i], end)].lower()
+        out = (self._lows if lower else self._spans)[i:j]
+        if out:  # (a word cut by both edges is cut the same way twice)
+            a, b = self._starts[i], self._ends[i]
+            if a < start or b > end:
+                out[0] = self._piece(max(a, start), min(b, end), lower)
             if self._ends[j - 1] > end:
-                out[-1] = self.text[max(self._starts[j - 1], start):end].lower()
+                out[-1] = self._piece(max(self._starts[j - 1], start), end, lower)
         return out
+
+    def _piece(self, a: int, b: int, lower: bool):
+        w = self.text[a:b]
+        return w.lower() if lower else (a, b, w)
 
     def lower_tokens(self, start: int = 0, end: int | None = None) -> list:
         """``TOKEN_PATTERN`` runs of ``text[start:end].lower()`` (:func:`~evqual.text.tokenize` of the window).
