@@ -155,3 +155,22 @@ def test_a_long_query_is_read_and_not_kept():
     got = _engine._query_keys(long_query)
     assert got == _engine._read_query_keys(long_query) and "w:museum" in got
     assert _engine._query_keys_cached.cache_info().currsize == before
+
+
+def test_a_context_let_go_keeps_no_readers():
+    """An analysis keeps its ContextIndex for the explanations; the checks' units and the engine's reading
+    live only as long as the cache keeps the context (issue 41, session 8: the first version, which kept
+    them with every analysis of a batch, measured 8 MB more on 300 new contexts)."""
+    from evqual.features import analyze_many
+
+    cache = ContextCache(maxsize=2)
+    exs = [make_example(query="When?", context=f"Passage {i} says it opened in 19{i}0.", output="It opened in 1930.")
+           for i in range(4)]
+    analyses = analyze_many(exs, cache=cache)
+    first, last = analyses[0].index, analyses[-1].index
+    assert first._evidence_index is None and first._evidence_units is None  # let go by the cache
+    assert last._evidence_index is not None and last._evidence_units is not None  # still kept
+    assert first.evidence_index.units == last.evidence_index.units  # rebuilt on request, same reading
+    small = ContextCache(maxsize=4, max_chars=10)  # too large to keep: released after its analysis
+    (a,) = analyze_many(exs[:1], cache=small)
+    assert not a.index.kept and a.index._evidence_index is None and len(small) == 0

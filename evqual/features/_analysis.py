@@ -243,6 +243,8 @@ def analyze(example, entities, cache: ContextCache | None = None, claims=None, e
     else:  # (no chunk: the engine reads the context as one)
         reading = engine.read(output, [example.context], example.query or "", claims=claim_spans, words=words)
     evidence_r, evidence_s = _evidence_features(reading, sentences)
+    if not index.kept:  # (a context the cache does not keep: its two largest views are not needed again)
+        index.release_readers()
 
     response: dict = {}
     cov = coverage_features(out_set, q_set, index.vocab)

@@ -189,6 +189,8 @@ class ContextIndex:
         self._field_lookup = None
         self._evidence_units = None
         self._evidence_index = None
+        self.kept = True
+        """False when a :class:`ContextCache` indexed the context without keeping it (too large)."""
         self._stem_vocab = None
         self._negation: dict[int, tuple] = {}
         self.aliases = context_aliases(self.chunk_texts)
@@ -229,6 +231,15 @@ class ContextIndex:
 
             self._field_lookup = field_lookup(self.fields[0])
         return self._field_lookup
+
+    def release_readers(self) -> None:
+        """Drop the checks' evidence units and the engine's reading (rebuilt if asked for again).
+
+        The cache calls it when it lets a context go, and :func:`~evqual.features.analyze` when the context
+        was too large to keep: an analysis keeps its ``ContextIndex`` for the explanations, which read
+        neither, so that the two largest views of a context live no longer than the cache keeps it."""
+        self._evidence_units = None
+        self._evidence_index = None
 
     @property
     def evidence_index(self):
@@ -684,10 +695,12 @@ class ContextCache:
         idx = ContextIndex(example.chunk_texts)
         size = len(example.context)
         if self.max_chars is not None and size > self.max_chars:
+            idx.kept = False
             return idx
         self._items[key] = idx
         self._chars += size
         while len(self._items) > self.maxsize or (self.max_chars is not None and self._chars > self.max_chars):
-            old, _ = self._items.popitem(last=False)
+            old, evicted = self._items.popitem(last=False)
             self._chars -= len(old[0])
+            evicted.release_readers()
         return idx
