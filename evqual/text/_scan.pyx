@@ -236,6 +236,8 @@ cdef class WordBounds:
     :class:`evqual.text.TextWords` (issue 41, session 8)."""
 
     cdef readonly str text
+    cdef str lowered
+    cdef bint lowered_checked
     cdef Py_ssize_t n
     cdef Py_ssize_t* starts
     cdef Py_ssize_t* ends
@@ -330,6 +332,7 @@ cdef class WordBounds:
         j = self._first_starting_at(end)
         cdef str text = self.text
         cdef str w
+        cdef str low = self._lowered() if lower else None
         while i < j:
             a = self.starts[i]
             b = self.ends[i]
@@ -337,9 +340,22 @@ cdef class WordBounds:
                 a = start
             if b > end:
                 b = end
-            w = text[a:b]
-            if lower:
-                w = w.lower()
+            if low is not None:
+                w = low[a:b]
+            else:
+                w = text[a:b]
+                if lower:
+                    w = w.lower()
             out.append((a, b, w) if spans else w)
             i += 1
         return out
+
+    cdef str _lowered(self):
+        """The text lower-cased whole, when each word of it lowers as it does alone, character for character:
+        always but for "İ" (U+0130, two characters lower-cased) and the capital sigma (lower-cased by what
+        stands around it); ``None`` for a text with either, whose words are lower-cased one by one."""
+        if not self.lowered_checked:
+            self.lowered_checked = True
+            if u"\u0130" not in self.text and u"\u03a3" not in self.text:
+                self.lowered = self.text.lower()
+        return self.lowered
