@@ -41,9 +41,7 @@ def scan_words(text_in, Py_ssize_t start, Py_ssize_t end, bint apostrophe=False,
             i += 1
             continue
         a = i
-        i += 1
-        while i < end and Py_UNICODE_ISALNUM(text[i]):
-            i += 1
+        i = _run_end(text, i + 1, end)
         if apostrophe and i + 1 < end and text[i] == u"'" and u"a" <= text[i + 1] <= u"z":
             j = i + 2
             while j < end and u"a" <= text[j] <= u"z":
@@ -51,6 +49,13 @@ def scan_words(text_in, Py_ssize_t start, Py_ssize_t end, bint apostrophe=False,
             i = j
         out.append((a, i, text[a:i]))
     return out
+
+
+cdef inline Py_ssize_t _run_end(str text, Py_ssize_t i, Py_ssize_t end):
+    """Where the run of letters and digits going on at ``i`` ends (``end`` at the latest)."""
+    while i < end and Py_UNICODE_ISALNUM(text[i]):
+        i += 1
+    return i
 
 
 cdef inline str _chars(text_in):
@@ -259,9 +264,7 @@ cdef class WordBounds:
                 i += 1
                 continue
             a = i
-            i += 1
-            while i < size and Py_UNICODE_ISALNUM(text[i]):
-                i += 1
+            i = _run_end(text, i + 1, size)
             if self.n == cap:
                 cap *= 2
                 grown = <Py_ssize_t*> PyMem_Realloc(self.starts, cap * sizeof(Py_ssize_t))
