@@ -69,10 +69,10 @@ def test_the_engine_never_reads_a_span_longer_than_the_cap(monkeypatch):
     longest = []
     real = _engine.read_span
 
-    def spy(text, start=0, end=None):
+    def spy(text, start=0, end=None, **kwargs):
         end = len(text) if end is None else end
         longest.append(end - start)
-        return real(text, start, end)
+        return real(text, start, end, **kwargs)
 
     monkeypatch.setattr(_engine, "read_span", spy)
     ex = number_dense(6000, 300)
