@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from evqual.evidence import EvidenceEngine, read_span
 from evqual.features._checks import EvidenceUnits, _tokens, claim_checks
-from evqual.text import TOKEN_PATTERN, TextWords, split_sentences, word_spans
+from evqual.text import TOKEN_PATTERN, TextWords, extract_numbers, split_sentences, word_spans
 
 _CHARS = st.sampled_from(list("ab zAZ09_'.-:\t\n") + ["é", "İ", "ß", "Σ", "中", "٣", "½", "\u0301", "’", "\u0130"])
 _TOKEN_RE = re.compile(TOKEN_PATTERN)
@@ -125,6 +125,26 @@ def test_the_lower_case_words_of_a_window(text, start, end):
     assert words.lows_in(start, end) == [w.lower() for _, _, w in word_spans(text, start, end)]
     assert words.words_in(start, end) == [w for _, _, w in word_spans(text, start, end)]
     assert words.lows_in() == [t[2].lower() for t in words.spans]
+
+
+_NUMBER_PIECES = st.sampled_from(list("0123456789 .,:%$ apmAPM\n\t_-x") + [
+    "noon", "midnight", " million", " percent", "thousand", "5 pm", "17:00", "13:00 p.m.", "1,600", "$23.70",
+    "\u20ac", "p.m.", "a.m. ", "\u0663", "\u00a0", "ab"])
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(_NUMBER_PIECES, max_size=16).map("".join), st.integers(-3, 60), st.integers(-3, 60))
+@example("17:00p.m. ", 0, 5)  # a time the whole text's scan dropped ("17" is no hour on a 12-hour clock),
+@example("13:00 p.m.", 0, 5)  # which the window's scan keeps as "t17:00": the window is scanned again
+@example(":m2", 2, 3)  # the whole text has no mention, the window one
+@example("$ 5 and 7", 2, 5)
+def test_a_windows_numbers_are_a_scan_of_the_window(text, start, end):
+    """The text's number mentions are found once; a window's are those of a scan of the window (issue 41,
+    session 9: the checks, the engine's value reader and the drift family took them from scans of their own)."""
+    words = TextWords(text)
+    lo, hi = max(start, 0), max(min(end, len(text)), 0)
+    assert words.numbers_in(start, end) == (extract_numbers(text[lo:hi]) if lo < hi else [])
+    assert words.numbers_in() == extract_numbers(text)
 
 
 def test_the_compiled_word_offsets_back_textwords():

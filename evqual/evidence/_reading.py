@@ -120,7 +120,10 @@ def read_span(text: str, start: int = 0, end: int | None = None, words=None) -> 
     end = len(text) if end is None else end
     piece = text[start:end]
     apostrophe = "'" in piece  # (a word holds an apostrophe only where the text does)
-    if words is not None and (apostrophe or (words.text is not text and words.text != text)):
+    if words is not None and words.text is not text and words.text != text:
+        words = None
+    numbers = words.numbers_in(start, end) if words is not None else None  # (found once in the text)
+    if apostrophe:
         words = None
     toks, plain = _span_tokens(text, start, end, words)
     lows = words.lows_in(start, end) if words is not None and plain else [t[2].lower() for t in toks]
@@ -131,7 +134,7 @@ def read_span(text: str, start: int = 0, end: int | None = None, words=None) -> 
                 plain = False
     # plain: the words are the text's TOKEN_PATTERN words (no apostrophe joined, no camel case cut), which
     # the values reader may use instead of cutting the text again
-    values = read_values(piece, words=lows if plain else None)
+    values = read_values(piece, words=lows if plain else None, numbers=numbers)
     items: list = []  # (token position, key, start, end[, raw])
     n = len(toks)
     covered = [False] * n

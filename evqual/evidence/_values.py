@@ -211,11 +211,13 @@ def _may_hold_value(text: str, words=None) -> bool:
     return not _TRIGGERS.isdisjoint(words if words is not None else map(str.lower, _TOKEN_RE.findall(text)))
 
 
-def read_values(text: str, *, words=None) -> list[Value]:
+def read_values(text: str, *, words=None, numbers=None) -> list[Value]:
     """Every value of ``text`` in order of position (see the module docstring for keys).
 
     ``words``: the lower-cased words of ``text`` as :data:`evqual.text.TOKEN_PATTERN` cuts them, if the
-    caller has them already (they only decide, faster, that a text holds no value)."""
+    caller has them already (they only decide, faster, that a text holds no value).  ``numbers``:
+    :func:`~evqual.text.extract_numbers` of ``text``, if the caller has it (from
+    :meth:`evqual.text.TextWords.numbers_in`, where a text's mentions are found once)."""
     if not _may_hold_value(text, words):
         return []  # no digit and no word any rule below starts from: no value (most sentences)
     toks = _tokens(text)
@@ -236,7 +238,7 @@ def read_values(text: str, *, words=None) -> list[Value]:
             taken[j] = True
             j += 1
         nums.append((i, j, None, "clock:" + ":".join(str(int(g)) for g in m.groups()), "clock"))
-    for m in extract_numbers(text):
+    for m in extract_numbers(text) if numbers is None else numbers:
         first = bisect_left(starts, m.start)  # the tokens starting inside the mention: first .. past - 1
         if any(taken[first:bisect_left(starts, m.end)]):
             continue

@@ -213,7 +213,8 @@ def analyze(example, entities, cache: ContextCache | None = None, claims=None, e
     out_set = set().union(*sent_tokens) if sent_tokens else set()
     n_out = sum(sent_all)
 
-    numbers, unsup_numbers = sentence_numbers(output, sentences, index, query_number_values(example.query or ""))
+    numbers, unsup_numbers = sentence_numbers(output, sentences, index, query_number_values(example.query or ""),
+                                              words=words)
     conflicts = number_conflicts(unsup_numbers, numbers, match.nearest, index)
     if entities is None:
         ents = [[] for _ in sentences]

@@ -382,6 +382,12 @@ def _tokens(text: str, start: int, end: int, words=None):
     return toks
 
 
+def _numbers_in(text: str, start: int, end: int, words) -> list:
+    """``extract_numbers(text[start:end])``, from ``words`` (the text's :class:`~evqual.text.TextWords`, whose
+    mentions are found once) when given."""
+    return words.numbers_in(start, end) if words is not None else extract_numbers(text[start:end])
+
+
 def _slot(toks, lo: int, hi: int, skip_lo: int, skip_hi: int, names: bool = True, near_lo: int = 0):
     """``(stems, near)``: stems of the content tokens within WINDOW content tokens of
     ``toks[skip_lo:skip_hi]``, and the nearest one on each side tagged with its side.
@@ -720,7 +726,7 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
     taken = set()
     marked = None
     starts = [t[0] for t in toks]
-    for m in (extract_numbers(text[start:end]) if has_digit(text, start, end) else ()):
+    for m in (_numbers_in(text, start, end, words) if has_digit(text, start, end) else ()):
         a, b = start + m.start, start + m.end
         lo_j = bisect.bisect_left(starts, a)
         hi_j = lo_j
@@ -1759,7 +1765,7 @@ def claim_checks(output: str, sentences, ev: EvidenceUnits, query: str = "", cla
         sent_toks = _tokens(output, s, e, words) if len(units_i) > 1 else None
         # the values the sentence states anywhere ("one or two tablets ..., but no more than eight"): an
         # evidence value the sentence states too is not one the claim replaced
-        sent_values = {m.value for m in extract_numbers(output[s:e])} if len(units_i) > 1 and \
+        sent_values = {m.value for m in _numbers_in(output, s, e, words)} if len(units_i) > 1 and \
             has_digit(output, s, e) else set()
         if len(units_i) > 1:
             sent_values.update(_WORD_VALUES[t[3]] for t in sent_toks if t[3] in _WORD_VALUES)

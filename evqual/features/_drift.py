@@ -26,13 +26,15 @@ _REFERENCE_RE = re.compile(r"\b(?:passages?|steps?|sections?|figures?|tables?|ch
                            re.IGNORECASE)
 
 
-def sentence_numbers(output: str, sentences, index, query_values=frozenset()):
+def sentence_numbers(output: str, sentences, index, query_values=frozenset(), words=None):
     """Per sentence: (mentions, unsupported mentions).
 
     A number the query states is not unsupported (the answer repeats the question), and a reference to a
-    part of the text ("passage 2", "Step 3", "section 4.1") is not a number claim at all.
+    part of the text ("passage 2", "Step 3", "section 4.1") is not a number claim at all.  ``words``: the
+    output's :class:`~evqual.text.TextWords`, whose number mentions are taken (found once for every reader).
     """
-    mentions = [m for m in extract_numbers(output) if not _REFERENCE_RE.search(output, max(0, m.start - 12), m.start)]
+    found = words.numbers_in() if words is not None and words.text == output else extract_numbers(output)
+    mentions = [m for m in found if not _REFERENCE_RE.search(output, max(0, m.start - 12), m.start)]
     per = [[] for _ in sentences]
     _assign(mentions, sentences, per)
     unsup = [[m for m in ms if m.value not in index.numbers and m.value not in query_values] for ms in per]

@@ -199,13 +199,17 @@ def _number_flags(text: str) -> int:
     return 2 if _TIME_WORD_RE.search(text) is not None else 0
 
 
-def _numbers(text: str) -> list[NumberMention]:
+def _numbers(text: str, extents: list | None = None) -> list[NumberMention]:
+    """The mentions of ``text``; ``extents``, when given, gets the span of every match of either pattern, kept
+    or not (what a window's edge must not cut, :meth:`evqual.text.TextWords.numbers_in`)."""
     flags = _number_flags(text)
     if not flags:
         return []
     out = []
     taken = []
     for m in _TIME_RE.finditer(text) if flags & 2 else ():
+        if extents is not None:
+            extents.append(m.span())
         tv = _time_value(m)
         if tv is None:
             continue
@@ -215,6 +219,8 @@ def _numbers(text: str) -> list[NumberMention]:
         out.append(NumberMention(m.start(), end, text[m.start():end], tv[0], str(tv[1]), "time"))
         taken.append((m.start(), m.end()))
     for m in _NUMBER_RE.finditer(text) if flags & 1 else ():
+        if extents is not None:
+            extents.append(m.span())
         if taken and any(s <= m.start("num") < e for s, e in taken):
             continue
         num = m.group("num")

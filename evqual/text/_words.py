@@ -14,6 +14,7 @@ import re
 from bisect import bisect_left, bisect_right
 
 from .._build import kernel
+from ._numbers import NumberMention, _numbers, extract_numbers
 from ._sentences import split_sentences
 from ._tokens import TOKEN_PATTERN, word_spans
 
@@ -52,13 +53,15 @@ class TextWords:
     ["U.S.-based Acme's plant.", 'It opened in 1932.']
     """
 
-    __slots__ = ("text", "_bounds", "_spans", "_lows", "_starts", "_ends", "_sentences", "_whole")
+    __slots__ = ("text", "_bounds", "_spans", "_lows", "_starts", "_ends", "_sentences", "_whole", "_numbers",
+                 "_number_starts")
 
     def __init__(self, text: str):
         if not isinstance(text, str):
             raise TypeError(f"TextWords: text must be a str, got {type(text).__name__}")
         self.text = text
         self._sentences = None
+        self._numbers = self._number_starts = None
         # whether each word lowers as the text around it lowers (see lower_tokens)
         self._whole = text.isascii() or ("\u0130" not in text and "\u03a3" not in text)
         self._bounds = _BOUNDS(text) if _BOUNDS is not None else None
@@ -125,6 +128,50 @@ class TextWords:
     def _piece(self, a: int, b: int, lower: bool):
         w = self.text[a:b]
         return w.lower() if lower else (a, b, w)
+
+    def numbers_in(self, start: int = 0, end: int | None = None) -> list:
+        """``extract_numbers(text[start:end])``: the number mentions of a window, offsets into the window.
+
+        The text's mentions are found once, and a window takes those inside it.  That is what a scan of the
+        window finds unless the window's edges can change a match: a mention crossing an edge, or an edge
+        with a character on its outer side that a pattern looks at (anything but white space before the
+        window; a letter, digit, ``_`` or ``:`` after it), where a match of either pattern, kept or not, counts
+        as crossing.  Then the window is scanned as before (rare: the
+        readers' windows are sentences and claims).  ``tests/test_words.py`` checks the equality on
+        generated texts and windows."""
+        text = self.text
+        n = len(text)
+        end = n if end is None or end > n else end
+        start = 0 if start < 0 else start
+        if start >= end:
+            return []
+        found = self._numbers
+        if found is None:
+            extents: list = []
+            found = self._numbers = _numbers(text, extents)
+            extents.sort()
+            reach, most = [], 0  # (reach[k]: the furthest end of the matches 0 to k)
+            for _, b in extents:
+                most = b if b > most else most
+                reach.append(most)
+            self._number_starts = ([m.start for m in found], [a for a, _ in extents], reach)
+        if start == 0 and end == n:
+            return list(found)
+        if (start and not text[start - 1].isspace()) or (end < n and (text[end].isalnum() or text[end] in ":_")):
+            return extract_numbers(text[start:end])
+        if not found:
+            return []
+        starts, match_starts, reach = self._number_starts
+        i = bisect_left(match_starts, start)
+        j = bisect_left(match_starts, end, i)
+        if (i and reach[i - 1] > start) or (j and reach[j - 1] > end):
+            return extract_numbers(text[start:end])  # a match crosses an edge of the window
+        i = bisect_left(starts, start)
+        j = bisect_left(starts, end, i)
+        if not start:
+            return found[i:j]
+        return [NumberMention(m.start - start, m.end - start, m.text, m.value, m.raw_value, m.unit)
+                for m in found[i:j]]
 
     def lower_tokens(self, start: int = 0, end: int | None = None) -> list:
         """``TOKEN_PATTERN`` runs of ``text[start:end].lower()`` (:func:`~evqual.text.tokenize` of the window).
