@@ -133,37 +133,46 @@ class Analysis:
         return self.match.novel_tokens[i]
 
 
-_MIN_COLS = None
+_SIGN = None
 _RESP_NAMES = ["evidence." + n for n in CLAIM_FEATURES]
 _SENT_NAMES = ["sent.evidence." + n for n in CLAIM_FEATURES]
 
 
 def _evidence_features(reading, sentences):
     """Response and sentence features of the ``evidence`` family from an engine :class:`~evqual.evidence.Reading`:
-    the max over the claims (for the features of :data:`~evqual.features.EVIDENCE_MIN`, the min)."""
-    global _MIN_COLS
-    from ._registry import EVIDENCE_MIN
+    the max over the claims (for the features of :data:`~evqual.features.EVIDENCE_MIN`, the min).
 
-    if _MIN_COLS is None:
-        _MIN_COLS = np.array([n in EVIDENCE_MIN for n in CLAIM_FEATURES])
-    M = reading.matrix
+    The min of a column is taken as the max of its negation (so one reduction serves both), and a sentence's
+    claims are one run of rows without a sort when the claims come in order, as the engine gives them."""
+    global _SIGN
+    if _SIGN is None:
+        from ._registry import EVIDENCE_MIN
+
+        _SIGN = np.array([-1.0 if n in EVIDENCE_MIN else 1.0 for n in CLAIM_FEATURES])
+    claims = reading.claims
     k = len(CLAIM_FEATURES)
-    agg = np.where(_MIN_COLS, M.min(axis=0), M.max(axis=0)) if len(M) else np.zeros(k)
-    resp = {"evidence.claims.v1": float(len(M))}
-    resp.update(zip(_RESP_NAMES, agg.tolist()))
+    resp = {"evidence.claims.v1": float(len(claims))}
     n_sent = len(sentences)
     S = np.zeros((n_sent, k))
-    if len(M) and n_sent:
-        # each sentence's claims as one run of rows (a stable sort: claims given out of order keep their order
-        # within a sentence), a sentence's row the max (min) of its run, reduced left to right as a loop would
-        owner = claim_sentences(reading.claims, sentences)
-        order = np.argsort(owner, kind="stable")
-        owner, M = owner[order], M[order]
-        starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
-        S[owner[starts]] = np.where(_MIN_COLS, np.minimum.reduceat(M, starts, axis=0),
-                                    np.maximum.reduceat(M, starts, axis=0))
-    sent = dict(zip(_SENT_NAMES, S.T))
-    return resp, sent
+    if not claims:
+        resp.update(zip(_RESP_NAMES, [0.0] * k))
+        return resp, dict(zip(_SENT_NAMES, S.T))
+    M = np.vstack([c.features for c in claims])
+    M *= _SIGN
+    resp.update(zip(_RESP_NAMES, (M.max(axis=0) * _SIGN).tolist()))
+    if n_sent:
+        # each sentence's claims as one run of rows (a stable sort when claims come out of order keeps their
+        # order within a sentence), a sentence's row the max (min) of its run
+        owner = claim_sentences(claims, sentences)
+        if len(owner) > 1 and (owner[1:] < owner[:-1]).any():
+            order = np.argsort(owner, kind="stable")
+            owner, M = owner[order], M[order]
+        if len(owner) == 1:
+            S[owner[0]] = M[0] * _SIGN
+        else:
+            starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+            S[owner[starts]] = np.maximum.reduceat(M, starts, axis=0) * _SIGN
+    return resp, dict(zip(_SENT_NAMES, S.T))
 
 
 def claim_sentences(claims, sentences) -> np.ndarray:
