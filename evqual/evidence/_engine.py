@@ -54,6 +54,8 @@ __all__ = ["EvidenceEngine", "EvidenceIndex", "Reading", "ClaimEvidence", "Diffe
 
 # ------------------------------------------------------------------------------------------------ features
 
+_PREFIX_HEADS = frozenset(p[:2] for p in NEGATIVE_PREFIXES)
+
 _STATUSES = ("aligned", "second", "elsewhere", "query", "novel")
 _KINDS = (("w", "word"), ("n", "name"), ("v", "value"))
 
@@ -371,6 +373,7 @@ class EvidenceIndex:
         # unit's canonical keys, first positions and logic senses
         self._present: dict = {}
         self._unit_cache: dict = {}
+        self._prefix_cache: dict = {}
 
     _PRESENT_MAX = 1 << 16
     """Keys whose units an index keeps at most (a context kept for a stream of answers stays bounded)."""
@@ -400,6 +403,22 @@ class EvidenceIndex:
             canon = [_canon(k) for k in keys]
             view = (canon, pos, _logic_items(keys)[0], _ids(canon))
             self._unit_cache[u] = view
+        return view
+
+    def prefix_view(self, u: int) -> tuple:
+        """``(word keys, stripped)`` of unit ``u``: its ``"w:"`` keys, and its words that start with a negative
+        prefix, without it ("unlikely": "likely").  A claim's word is tried against the prefixes only when it is
+        one of those or starts as a prefix does (computed once per unit, not per claim)."""
+        view = self._prefix_cache.get(u)
+        if view is None:
+            ev_words = {k for k in self.unit_keys[u] if k.startswith("w:")}
+            stripped = set()
+            for k in ev_words:
+                if k[2:4] in _PREFIX_HEADS:
+                    for p in NEGATIVE_PREFIXES:
+                        if k.startswith(p, 2):
+                            stripped.add(k[2 + len(p):])
+            view = self._prefix_cache[u] = (ev_words, stripped)
         return view
 
     @staticmethod
@@ -687,9 +706,11 @@ class EvidenceEngine:
         # novel words as one difference per run, borrowed words one each (capped)
         _word_diffs(keys, r.spans, output, status_of, diffs)
         # negative prefixes
-        ev_words = {k for k in e1 if k.startswith("w:")}
+        # (a word with a prefix of the evidence's word, or with its word as a prefix's stem)
+        ev_words, stripped = idx.prefix_view(best) if best >= 0 else ((), ())
         for i, k in enumerate(keys):
-            if k[0] != "w" or status_of.get(k) == "aligned":
+            if k[0] != "w" or (k[2:4] not in _PREFIX_HEADS and k[2:] not in stripped) or \
+                    status_of.get(k) == "aligned":
                 continue
             w = k[2:]
             for p in NEGATIVE_PREFIXES:
