@@ -128,6 +128,11 @@ def test_feature_table_and_constraints():
     ("The library is inside the town hall.", ["The library is outside the town hall."], ("direction", "conflict")),
     ("The bridge was closed.", ["The bridge was opened in May."], ("opposite", "conflict")),
     ("The service is unavailable at night.", ["The service is available at night."], ("polarity", "prefix")),
+    # the prefix on the evidence's side, and the three-letter ones (the test runs only for a word that starts
+    # as a prefix does or that an evidence word has after one: EvidenceIndex.prefix_view)
+    ("The service is available at night.", ["The service is unavailable at night."], ("polarity", "prefix")),
+    ("The members disagree on the plan.", ["The members agree on the plan."], ("polarity", "prefix")),
+    ("The members agree on the plan.", ["The members disagree on the plan."], ("polarity", "prefix")),
 ])
 def test_a_changed_word_of_logic_is_a_difference_of_its_class(output, context, expected):
     assert expected in [(c, k) for c, k, _, _ in diffs(output, context)]
