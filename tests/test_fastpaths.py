@@ -83,7 +83,7 @@ def test_read_span_passing_its_words_equals_the_values_reading_the_text(text, st
     end = max(start, min(end, len(text)))
     fast = _reading.read_span(text, start, end)
     saved = _reading.read_values
-    _reading.read_values = lambda piece, words=None: saved(piece)
+    _reading.read_values = lambda piece, words=None, numbers=None: saved(piece)
     try:
         slow = _reading.read_span(text, start, end)
     finally:
@@ -334,20 +334,27 @@ def test_evidence_sentence_rows_equal_the_claim_loop(claim_starts, n_sent, rnd):
     from types import SimpleNamespace
 
     from evqual.evidence import CLAIM_FEATURES
-    from evqual.features import _analysis
+    from evqual.features import EVIDENCE_MIN, _analysis
 
     sentences = [(12 * i, 12 * i + 10) for i in range(n_sent)]
     values = [0.0, -0.0, 1.0, 0.5, 2.0, -1.0]
     M = np.array([[rnd.choice(values) for _ in CLAIM_FEATURES] for _ in claim_starts]).reshape(
         len(claim_starts), len(CLAIM_FEATURES))
-    claims = [SimpleNamespace(start=s) for s in claim_starts]
+    claims = [SimpleNamespace(start=s, features=row) for s, row in zip(claim_starts, M)]
     reading = SimpleNamespace(matrix=M, claims=claims)
-    _, sent = _analysis._evidence_features(reading, sentences)
+    resp, sent = _analysis._evidence_features(reading, sentences)
+    min_cols = np.array([n in EVIDENCE_MIN for n in CLAIM_FEATURES])
     got = np.column_stack([sent["sent.evidence." + n] for n in CLAIM_FEATURES]) if n_sent else None
     owner = _analysis.claim_sentences(claims, sentences) if len(M) else []
-    want = _reference_evidence_sentences(M, owner, n_sent, _analysis._MIN_COLS)
+    want = _reference_evidence_sentences(M, owner, n_sent, min_cols)
     np.testing.assert_array_equal(got, want)
     assert (np.signbit(got) == np.signbit(want)).all()
+    # the answer's row: the same reduction over all its claims (issue 41, session 9: one reduction, the min
+    # as the max of the negation)
+    whole = _reference_evidence_sentences(M, [0] * len(M), 1, min_cols)[0]
+    got_resp = np.array([resp["evidence." + n] for n in CLAIM_FEATURES])
+    np.testing.assert_array_equal(got_resp, whole)
+    assert (np.signbit(got_resp) == np.signbit(whole)).all()
 
 
 # ------------------------------------------------------------------------------------------------ engine sums
