@@ -542,7 +542,6 @@ class EvidenceEngine:
             arrays.append(arr)
         scores = _unit_scores(n_units, w_list, present, arrays, None)
         best = _first_best(scores)
-        e1 = idx.unit_keys[best] if best >= 0 else set()
         # second sentence: most of what the first lacks
         second = -1
         if best >= 0:
