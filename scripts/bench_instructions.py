@@ -5,7 +5,10 @@ does not disturb, for comparing two checkouts in the same run.
     PYTHONPATH=/tmp/old python scripts/bench_instructions.py --data ../shared/data/ragtruth --json old.json
 
 (the second line counts the evqual of a worktree at ``/tmp/old``: ``git worktree add /tmp/old <commit>``, built
-with ``python setup.py build_ext --inplace`` there when the compiled path is to be compared).
+with ``python setup.py build_ext --inplace`` there when the compiled path is to be compared).  The children run
+in the folder holding the evqual this process imported, and the result's ``"evqual"`` is the file a child
+imports, checked to be this process's: before issue 41's session 9 a child started from a checkout imported
+that checkout's evqual whatever ``PYTHONPATH`` named.
 
 Wall time on a shared VM varies by 30% or more from one run to the next; the count of instructions a process
 executes varies by well under 1%.  The script runs a child process once without valgrind (to write Python's
@@ -69,11 +72,41 @@ for ex in examples:
 """
 
 
-def _callgrind(argv: list, env: dict, timeout: float) -> int:
+def _child_env() -> tuple[dict, str]:
+    """``(environment, working directory)`` of a child: the evqual this process imported first on its path.
+
+    A child started with ``-c`` puts its working directory first on ``sys.path``.  Started from a checkout,
+    it imported that checkout's evqual whatever ``PYTHONPATH`` named: counting a worktree of the previous
+    main from the current checkout counted the current checkout twice (issue 41, session 9).  The child now
+    runs in the folder that holds this process's evqual, which ``PYTHONPATH`` names first as well."""
+    import evqual
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(evqual.__file__)))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONHASHSEED"] = "0"
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env, root
+
+
+def child_evqual(timeout: float = 120.0) -> str:
+    """The ``evqual/__init__.py`` a child imports; a RuntimeError when it is not the one this process imported."""
+    import evqual
+
+    env, cwd = _child_env()
+    proc = subprocess.run([os.path.realpath(sys.executable), "-c", "import evqual; print(evqual.__file__)"],
+                          capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout)
+    got = proc.stdout.strip()
+    if proc.returncode != 0 or os.path.realpath(got) != os.path.realpath(evqual.__file__):
+        raise RuntimeError(f"the child imports evqual from {got or proc.stderr[-500:]!r}, this process from "
+                           f"{evqual.__file__!r}")
+    return got
+
+
+def _callgrind(argv: list, env: dict, timeout: float, cwd: str | None = None) -> int:
     """Instructions of ``python *argv`` under callgrind."""
     proc = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
                            os.path.realpath(sys.executable), *argv],
-                          capture_output=True, text=True, env=env, timeout=timeout)
+                          capture_output=True, text=True, env=env, timeout=timeout, cwd=cwd)
     if proc.returncode != 0:
         raise RuntimeError(f"the child failed ({proc.returncode}): {proc.stderr[-2000:]}")
     m = re.search(r"Collected\s*:\s*(\d+)", proc.stderr)
@@ -86,12 +119,11 @@ def _count(data: str, n: int, timeout: float, score: bool = False, warm: bool = 
     """Instructions of the featurizing (scoring) child on the first ``n`` answers; ``warm``: after one untimed run
     of it, so that neither counted run compiles bytecode (a fresh worktree's first run compiles evqual's
     uncompiled modules: counted in the smaller run only, it made a previous main's answers look cheaper)."""
-    argv = ["-c", _SCORE_CHILD if score else _CHILD, data, str(n)]
+    argv = ["-c", _SCORE_CHILD if score else _CHILD, os.path.abspath(data) if data else "", str(n)]
     if warm:
         return _count_argv(argv, timeout)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONHASHSEED"] = "0"
-    return _callgrind(argv, env, timeout)
+    env, cwd = _child_env()
+    return _callgrind(argv, env, timeout, cwd)
 
 
 _ONE_LINE = {"id": "1", "query": "When did the bridge open?", "output": "The bridge opened in 1932.",
@@ -100,18 +132,15 @@ _ONE_LINE = {"id": "1", "query": "When did the bridge open?", "output": "The bri
 
 def _count_argv(argv: list, timeout: float) -> int:
     """Instructions of ``python *argv`` under callgrind, after one untimed run (bytecode caches written)."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONHASHSEED"] = "0"
-    subprocess.run([os.path.realpath(sys.executable), *argv], capture_output=True, env=env, timeout=timeout,
-                   check=False)
-    return _callgrind(argv, env, timeout)
+    env, cwd = _child_env()
+    subprocess.run([os.path.realpath(sys.executable), *argv], capture_output=True, env=env, cwd=cwd,
+                   timeout=timeout, check=False)
+    return _callgrind(argv, env, timeout, cwd)
 
 
 def bench_startup_instructions(*, timeout: float = 1800.0) -> dict:
     """``{"scorer_import_and_load": ..., "score_one_line": ...}``: instructions of the two start-up runs."""
     import tempfile
-
-    import evqual
 
     with tempfile.TemporaryDirectory() as tmp:
         line = os.path.join(tmp, "one.jsonl")
@@ -120,7 +149,7 @@ def bench_startup_instructions(*, timeout: float = 1800.0) -> dict:
         load = _count_argv(["-c", "from evqual.scoring import Scorer; Scorer.load()"], timeout)
         score = _count_argv(["-m", "evqual", "score", line, "--out", os.path.join(tmp, "out.jsonl"),
                              "--no-progress"], timeout)
-    return {"scorer_import_and_load": load, "score_one_line": score, "evqual": str(evqual.__file__)}
+    return {"scorer_import_and_load": load, "score_one_line": score, "evqual": child_evqual()}
 
 
 _CASE = """
@@ -140,14 +169,13 @@ if sys.argv[2] == "1":
 
 def bench_case_instructions(case: str, *, timeout: float = 7200.0) -> dict:
     """``{"case": ..., "instructions": ...}``: the instructions of scoring one size case (see the docstring)."""
-    import evqual
     from evqual.bench import size_case_example
 
     size_case_example(case)  # an unknown case is a ValueError here, before valgrind runs
     without = _count_argv(["-c", _CASE, case, "0"], timeout)
     with_case = _count_argv(["-c", _CASE, case, "1"], timeout)
     return {"case": case, "instructions": with_case - without, "instructions_with": with_case,
-            "instructions_without": without, "evqual": str(evqual.__file__)}
+            "instructions_without": without, "evqual": child_evqual()}
 
 
 def bench_instructions(data: str | None = None, *, small: int = 40, large: int = 240, score: bool = False,
@@ -155,13 +183,14 @@ def bench_instructions(data: str | None = None, *, small: int = 40, large: int =
     """``{"instructions_per_answer": ..., ...}`` (see the module docstring); ``score``: per scored answer."""
     if large <= small:
         raise ValueError(f"large ({large}) must be above small ({small})")
+    where = child_evqual()  # (before the counts: a child that would count another checkout stops here)
     a = _count(data or "", small, timeout, score, warm=True)
     b = _count(data or "", large, timeout, score)
     import evqual
 
     return {"mode": "score" if score else "featurize", "small": small, "large": large,
             "instructions_small": a, "instructions_large": b,
-            "instructions_per_answer": round((b - a) / (large - small)), "evqual": str(evqual.__file__),
+            "instructions_per_answer": round((b - a) / (large - small)), "evqual": where,
             "path": evqual.build_info()["path"] if hasattr(evqual, "build_info") else None}
 
 

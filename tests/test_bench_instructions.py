@@ -20,6 +20,27 @@ def _run(*args, env=None, timeout=900):
                           env=env)
 
 
+def test_the_children_import_the_evqual_the_script_imported(tmp_path):
+    """Issue 41, session 9: run from a checkout with PYTHONPATH naming a worktree of the previous main, the
+    script imported the worktree's evqual but its ``-c`` children the checkout's (a child puts its working
+    directory first on its path): the previous main's counts were the checkout's.  The children now run in the
+    folder of the script's evqual."""
+    checkout = tmp_path / "checkout"
+    (checkout / "evqual").mkdir(parents=True)
+    (checkout / "evqual" / "__init__.py").write_text("")  # another checkout's evqual, where the script is run
+    parent = tmp_path / "parent.py"
+    parent.write_text(f"import sys\nsys.path.insert(0, {str(SCRIPT.parent)!r})\nimport evqual, bench_instructions\n"
+                      "print(evqual.__file__)\nprint(bench_instructions.child_evqual())\n")
+    root = str(SCRIPT.parents[1])
+    env = dict(os.environ, PYTHONPATH=root)
+    r = subprocess.run([sys.executable, str(parent)], cwd=checkout, env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    mine, child = r.stdout.split()
+    assert os.path.realpath(child) == os.path.realpath(mine) == os.path.realpath(os.path.join(root, "evqual",
+                                                                                              "__init__.py"))
+
+
 def test_without_valgrind_it_says_so_and_exits_2(tmp_path):
     env = dict(os.environ, PATH=str(tmp_path))  # a PATH with no valgrind on it
     r = _run(env=env)
@@ -79,15 +100,21 @@ def test_the_counted_runs_follow_an_uncounted_one_that_writes_bytecode(monkeypat
     spec.loader.exec_module(mod)
     calls = []
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
-    monkeypatch.setattr(mod.subprocess, "run", lambda argv, **kw: calls.append(("plain", argv[1:], kw["env"])))
+    monkeypatch.setattr(mod.subprocess, "run", lambda argv, **kw: calls.append(("plain", argv[1:], kw["env"],
+                                                                                   kw["cwd"])))
+    monkeypatch.setattr(mod, "child_evqual", lambda timeout=120.0: "evqual/__init__.py")
 
-    def fake_callgrind(argv, env, timeout):
-        calls.append(("counted", argv, env))
+    def fake_callgrind(argv, env, timeout, cwd=None):
+        calls.append(("counted", argv, env, cwd))
         return 10**9 + 10**6 * int(argv[-1])
 
     monkeypatch.setattr(mod, "_callgrind", fake_callgrind)
     res = mod.bench_instructions("data.jsonl", small=2, large=6, score=True)
     assert [c[0] for c in calls] == ["plain", "counted", "counted"]
     assert calls[0][1] == calls[1][1] and calls[1][1][-1] == "2" and calls[2][1][-1] == "6"
-    assert all("PYTHONDONTWRITEBYTECODE" not in env and env["PYTHONHASHSEED"] == "0" for _, _, env in calls)
+    assert all("PYTHONDONTWRITEBYTECODE" not in env and env["PYTHONHASHSEED"] == "0" for _, _, env, _ in calls)
+    # every run in the folder of this process's evqual, the data named by an absolute path (issue 41, session 9)
+    root = str(SCRIPT.parents[1])
+    assert all(os.path.realpath(cwd) == os.path.realpath(root) for *_, cwd in calls)
+    assert calls[1][1][-2] == os.path.abspath("data.jsonl")
     assert res["instructions_per_answer"] == 10**6
