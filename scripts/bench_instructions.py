@@ -32,6 +32,14 @@ models, span tagger, reasons, policy).  The result is the instructions per score
 
     python scripts/bench_instructions.py --score --data ../shared/data/ragtruth --json score.json
 
+``--functions K`` also lists where an answer's instructions go, exactly: callgrind keeps both counted runs'
+profiles, and each function's count in the larger run minus the smaller's, over the answers between them, is
+its share of an answer (``callgrind_annotate``, part of valgrind, reads them). The K evqual functions with the
+most instructions per answer, callees included, and the K functions of any library with the most of their own.
+Cython's names are shortened (``evqual.features._checks.claim_checks``).
+
+    python scripts/bench_instructions.py --data ../shared/data/ragtruth --functions 25 --json where.json
+
 ``--case NAME`` counts the instructions of scoring one case of ``scripts/bench.py sizes`` (for example
 ``product_3kx2k``): a process that loads the scorer, scores a warm-up answer, builds the case and scores it,
 minus one that stops before scoring it.
@@ -102,9 +110,9 @@ def child_evqual(timeout: float = 120.0) -> str:
     return got
 
 
-def _callgrind(argv: list, env: dict, timeout: float, cwd: str | None = None) -> int:
-    """Instructions of ``python *argv`` under callgrind."""
-    proc = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+def _callgrind(argv: list, env: dict, timeout: float, cwd: str | None = None, out_file: str | None = None) -> int:
+    """Instructions of ``python *argv`` under callgrind (``out_file``: where callgrind writes its profile)."""
+    proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file or '/dev/null'}",
                            os.path.realpath(sys.executable), *argv],
                           capture_output=True, text=True, env=env, timeout=timeout, cwd=cwd)
     if proc.returncode != 0:
@@ -115,27 +123,98 @@ def _callgrind(argv: list, env: dict, timeout: float, cwd: str | None = None) ->
     return int(m.group(1))
 
 
-def _count(data: str, n: int, timeout: float, score: bool = False, warm: bool = False) -> int:
+def _count(data: str, n: int, timeout: float, score: bool = False, warm: bool = False,
+           out_file: str | None = None) -> int:
     """Instructions of the featurizing (scoring) child on the first ``n`` answers; ``warm``: after one untimed run
     of it, so that neither counted run compiles bytecode (a fresh worktree's first run compiles evqual's
     uncompiled modules: counted in the smaller run only, it made a previous main's answers look cheaper)."""
     argv = ["-c", _SCORE_CHILD if score else _CHILD, os.path.abspath(data) if data else "", str(n)]
     if warm:
-        return _count_argv(argv, timeout)
+        return _count_argv(argv, timeout, out_file)
     env, cwd = _child_env()
-    return _callgrind(argv, env, timeout, cwd)
+    return _callgrind(argv, env, timeout, cwd, out_file)
 
 
 _ONE_LINE = {"id": "1", "query": "When did the bridge open?", "output": "The bridge opened in 1932.",
              "context": "The bridge opened in 1932 after four years of work."}
 
 
-def _count_argv(argv: list, timeout: float) -> int:
+def _count_argv(argv: list, timeout: float, out_file: str | None = None) -> int:
     """Instructions of ``python *argv`` under callgrind, after one untimed run (bytecode caches written)."""
     env, cwd = _child_env()
     subprocess.run([os.path.realpath(sys.executable), *argv], capture_output=True, env=env, cwd=cwd,
                    timeout=timeout, check=False)
-    return _callgrind(argv, env, timeout, cwd)
+    return _callgrind(argv, env, timeout, cwd, out_file)
+
+
+_ANNOTATED_RE = re.compile(r"^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(\S.*?)(?:\s+\[[^\]]*\])?\s*$")
+_CYTHON_RE = re.compile(r"__pyx_p[wf]_(\d.*)$")
+
+
+def readable_function(name: str) -> str:
+    """A callgrind function name, shortened: ``file.c:__pyx_pf_6evqual_8features_7_checks_73claim_checks`` (a
+    Cython function) is ``evqual.features._checks.claim_checks``; any other keeps its file's base name.
+
+    >>> readable_function("build/cython/evqual/evidence/_engine.c:"
+    ...                   "__pyx_pw_6evqual_8evidence_7_engine_14EvidenceEngine_6_claim.constprop.0")
+    'evqual.evidence._engine.EvidenceEngine._claim'
+    >>> readable_function("/tmp/Python-3.11.7/./Modules/_sre/sre_lib.h:sre_ucs1_match")
+    'sre_lib.h:sre_ucs1_match'
+    """
+    name = re.sub(r"\.constprop\.\d+|'\d+$", "", name)
+    file, _, func = name.rpartition(":")
+    m = _CYTHON_RE.match(func)
+    if m is None:
+        return f"{os.path.basename(file)}:{func}" if file else func
+    s, i, parts = m.group(1), 0, []
+    while i < len(s) and s[i].isdigit():
+        j = i
+        while j < len(s) and s[j].isdigit():
+            j += 1
+        n = int(s[i:j])
+        end = j + n
+        if end == len(s) or (end < len(s) - 1 and s[end] == "_" and s[end + 1].isdigit()):
+            parts.append(s[j:end])  # a length-prefixed part (module, package, class, or the name itself)
+            i = end + 1
+        elif s.startswith("___", end):  # a special method's body: "12ContextIndex___init__"
+            parts += [s[j:end], s[end + 1:]]
+            break
+        else:
+            parts.append(s[j:])  # a counter, then the function's name
+            break
+    return ".".join(parts)
+
+
+def _annotated(path: str, inclusive: bool) -> dict:
+    """``{function: instructions}`` of one callgrind profile (``callgrind_annotate``), names shortened and the
+    Cython wrapper and body of a function joined (self costs added, inclusive costs the larger)."""
+    proc = subprocess.run(["callgrind_annotate", f"--inclusive={'yes' if inclusive else 'no'}", "--threshold=100",
+                           path], capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"callgrind_annotate failed ({proc.returncode}): {proc.stderr[-500:]}")
+    out: dict = {}
+    for line in proc.stdout.splitlines():
+        m = _ANNOTATED_RE.match(line)
+        if m is None or "PROGRAM TOTALS" in line or "=>" in line or "events annotated" in line:
+            continue
+        name, n = readable_function(m.group(2)), int(m.group(1).replace(",", ""))
+        out[name] = max(out.get(name, 0), n) if inclusive else out.get(name, 0) + n
+    return out
+
+
+def per_answer_functions(small_file: str, large_file: str, answers: int, top: int) -> dict:
+    """The ``top`` functions by instructions per answer: the larger run's count of each function minus the
+    smaller's, over the answers between them (start-up and loading cancelled out as for the total).
+    ``inclusive`` lists evqual's functions with their callees; ``exclusive`` any function's own code."""
+    result = {}
+    for kind, inclusive in (("inclusive", True), ("exclusive", False)):
+        small, large = _annotated(small_file, inclusive), _annotated(large_file, inclusive)
+        per = {k: (large.get(k, 0) - small.get(k, 0)) / answers for k in set(small) | set(large)}
+        if inclusive:
+            per = {k: v for k, v in per.items() if k.startswith("evqual.")}
+        ranked = sorted(per.items(), key=lambda kv: -kv[1])[:top]
+        result[kind] = [[k, round(v)] for k, v in ranked]
+    return result
 
 
 def bench_startup_instructions(*, timeout: float = 1800.0) -> dict:
@@ -179,19 +258,30 @@ def bench_case_instructions(case: str, *, timeout: float = 7200.0) -> dict:
 
 
 def bench_instructions(data: str | None = None, *, small: int = 40, large: int = 240, score: bool = False,
-                       timeout: float = 3600.0) -> dict:
-    """``{"instructions_per_answer": ..., ...}`` (see the module docstring); ``score``: per scored answer."""
+                       timeout: float = 3600.0, functions: int = 0) -> dict:
+    """``{"instructions_per_answer": ..., ...}`` (see the module docstring); ``score``: per scored answer;
+    ``functions``: also the instructions per answer of that many functions (``"per_answer_functions"``)."""
+    import tempfile
+
     if large <= small:
         raise ValueError(f"large ({large}) must be above small ({small})")
+    if functions < 0:
+        raise ValueError(f"functions ({functions}) must be 0 or more")
     where = child_evqual()  # (before the counts: a child that would count another checkout stops here)
-    a = _count(data or "", small, timeout, score, warm=True)
-    b = _count(data or "", large, timeout, score)
+    with tempfile.TemporaryDirectory() as tmp:
+        files = [os.path.join(tmp, "small.out"), os.path.join(tmp, "large.out")] if functions else [None, None]
+        a = _count(data or "", small, timeout, score, warm=True, out_file=files[0])
+        b = _count(data or "", large, timeout, score, out_file=files[1])
+        per_function = per_answer_functions(*files, large - small, functions) if functions else None
     import evqual
 
-    return {"mode": "score" if score else "featurize", "small": small, "large": large,
-            "instructions_small": a, "instructions_large": b,
-            "instructions_per_answer": round((b - a) / (large - small)), "evqual": where,
-            "path": evqual.build_info()["path"] if hasattr(evqual, "build_info") else None}
+    result = {"mode": "score" if score else "featurize", "small": small, "large": large,
+              "instructions_small": a, "instructions_large": b,
+              "instructions_per_answer": round((b - a) / (large - small)), "evqual": where,
+              "path": evqual.build_info()["path"] if hasattr(evqual, "build_info") else None}
+    if per_function is not None:
+        result["per_answer_functions"] = per_function
+    return result
 
 
 def main(argv=None) -> int:
@@ -205,6 +295,9 @@ def main(argv=None) -> int:
                     help="count scoring one answer at a time with the shipped model instead of featurizing")
     ap.add_argument("--case", default=None, metavar="NAME",
                     help="count the scoring of one `bench.py sizes` case instead (for example product_3kx2k)")
+    ap.add_argument("--functions", type=int, default=0, metavar="K",
+                    help="also list the K functions with the most instructions per answer (evqual's with their "
+                         "callees, and any function's own code); needs callgrind_annotate, part of valgrind")
     ap.add_argument("--json", default=None, help="also write the result here")
     args = ap.parse_args(argv)
     if shutil.which("valgrind") is None:
@@ -216,7 +309,8 @@ def main(argv=None) -> int:
         elif args.case is not None:
             out = bench_case_instructions(args.case)
         else:
-            out = bench_instructions(args.data, small=args.small, large=args.large, score=args.score)
+            out = bench_instructions(args.data, small=args.small, large=args.large, score=args.score,
+                                     functions=args.functions)
     except (RuntimeError, ValueError, subprocess.TimeoutExpired) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -61,12 +61,15 @@ def test_bad_sizes_and_missing_data_exit_2(tmp_path):
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
 def test_counts_instructions_per_answer_on_the_sample(tmp_path):
     out = tmp_path / "ins.json"
-    r = _run("--small", "2", "--large", "6", "--json", str(out), timeout=1800)
+    r = _run("--small", "2", "--large", "6", "--functions", "3", "--json", str(out), timeout=1800)
     assert r.returncode == 0, r.stderr
     res = json.loads(out.read_text())
     assert res["instructions_large"] > res["instructions_small"] > 0
     assert res["instructions_per_answer"] == round((res["instructions_large"] - res["instructions_small"]) / 4)
     assert res["mode"] == "featurize"
+    inclusive = res["per_answer_functions"]["inclusive"]
+    assert len(inclusive) == 3 and all(name.startswith("evqual.") for name, _ in inclusive)
+    assert inclusive[0][1] <= res["instructions_per_answer"] and len(res["per_answer_functions"]["exclusive"]) == 3
 
 
 @pytest.mark.slow
@@ -104,7 +107,7 @@ def test_the_counted_runs_follow_an_uncounted_one_that_writes_bytecode(monkeypat
                                                                                    kw["cwd"])))
     monkeypatch.setattr(mod, "child_evqual", lambda timeout=120.0: "evqual/__init__.py")
 
-    def fake_callgrind(argv, env, timeout, cwd=None):
+    def fake_callgrind(argv, env, timeout, cwd=None, out_file=None):
         calls.append(("counted", argv, env, cwd))
         return 10**9 + 10**6 * int(argv[-1])
 
@@ -118,3 +121,63 @@ def test_the_counted_runs_follow_an_uncounted_one_that_writes_bytecode(monkeypat
     assert all(os.path.realpath(cwd) == os.path.realpath(root) for *_, cwd in calls)
     assert calls[1][1][-2] == os.path.abspath("data.jsonl")
     assert res["instructions_per_answer"] == 10**6
+
+
+def _module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_instructions_functions", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("raw, want", [
+    ("build/cython/evqual/features/_checks.c:__pyx_pw_6evqual_8features_7_checks_73claim_checks",
+     "evqual.features._checks.claim_checks"),
+    ("build/cython/evqual/evidence/_engine.c:__pyx_pf_6evqual_8evidence_7_engine_14EvidenceEngine_6_claim"
+     ".constprop.0", "evqual.evidence._engine.EvidenceEngine._claim"),
+    ("x/_engine.c:__pyx_pw_6evqual_8evidence_7_engine_14EvidenceEngine_5read", "evqual.evidence._engine.EvidenceEngine.read"),
+    ("x/_analysis.c:__pyx_pw_6evqual_8features_9_analysis_9analyze_many", "evqual.features._analysis.analyze_many"),
+    ("x/_analysis.c:__pyx_pf_6evqual_8features_9_analysis_6analyze", "evqual.features._analysis.analyze"),
+    ("x/_similarity.c:__pyx_pf_6evqual_8features_11_similarity_12ContextIndex___init__",
+     "evqual.features._similarity.ContextIndex.__init__"),
+    ("x/_similarity.c:__pyx_pw_6evqual_8features_11_similarity_12ContextIndex_1__init__",
+     "evqual.features._similarity.ContextIndex.__init__"),
+    ("/tmp/Python-3.11.7/./Modules/_sre/sre_lib.h:sre_ucs1_match'2", "sre_lib.h:sre_ucs1_match"),
+])
+def test_callgrind_names_are_made_readable(raw, want):
+    assert _module().readable_function(raw) == want
+
+
+def test_per_answer_functions_are_the_difference_of_the_two_runs_over_the_answers(monkeypatch):
+    """Issue 41, session 9: where an answer's instructions go, from the two counted runs' profiles."""
+    mod = _module()
+    runs = {
+        ("small", True): "  1,000 (100.0%)  PROGRAM TOTALS\n  400 (40%)  a/_x.c:__pyx_pw_6evqual_4text_2_x_5split\n"
+                         "  900 (90%)  a/_y.c:__pyx_pf_6evqual_4text_2_y_4read [lib.so]\n",
+        ("large", True): "  5,000 (100.0%)  PROGRAM TOTALS\n  2,400 (48%)  a/_x.c:__pyx_pw_6evqual_4text_2_x_5split\n"
+                         "  1,300 (26%)  a/_y.c:__pyx_pf_6evqual_4text_2_y_4read [lib.so]\n"
+                         "  4,000 (80%)  sre_lib.h:sre_search\n",
+        ("small", False): "  100 (10%)  sre_lib.h:sre_search\n  50 (5%)  a/_x.c:__pyx_pw_6evqual_4text_2_x_5split\n"
+                          "  20 (2%)  a/_x.c:__pyx_pf_6evqual_4text_2_x_4split.constprop.0\n",
+        ("large", False): "  1,100 (22%)  sre_lib.h:sre_search\n  250 (5%)  a/_x.c:__pyx_pw_6evqual_4text_2_x_5split\n"
+                          "  220 (4%)  a/_x.c:__pyx_pf_6evqual_4text_2_x_4split.constprop.0\n",
+    }
+
+    class Done:
+        returncode = 0
+        stderr = ""
+
+        def __init__(self, stdout):
+            self.stdout = stdout
+
+    def fake_run(argv, **kw):
+        return Done(runs[(argv[-1], argv[1] == "--inclusive=yes")])
+
+    monkeypatch.setattr(mod.subprocess, "run", fake_run)
+    got = mod.per_answer_functions("small", "large", 4, 5)
+    # evqual's functions only, callees included: (2,400 - 400) / 4 and (1,300 - 900) / 4
+    assert got["inclusive"] == [["evqual.text._x.split", 500], ["evqual.text._y.read", 100]]
+    # own code of any function, a Cython wrapper and its body added: (1,100 - 100) / 4, (470 - 70) / 4
+    assert got["exclusive"] == [["sre_lib.h:sre_search", 250], ["evqual.text._x.split", 100]]
