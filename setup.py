@@ -5,6 +5,8 @@ Everything else about the package is in ``pyproject.toml``; this file only lists
 The modules of :data:`COMPILED` are compiled by Cython from their own ``.py`` sources: the same file is the
 compiled module and, where no C compiler is available, the pure-Python one.  A failed build (no compiler, no
 Python headers) warns and installs the pure-Python package, which gives identical results, only slower.
+A ``.pxd`` beside a listed module (an "augmenting" declaration file, as ``evqual/features/_checks.pxd``) gives the
+compiled module C types where they cannot change what the source computes; the pure-Python path never reads it.
 ``EVQUAL_PURE_PYTHON=1`` at build time skips the compilation; at run time it makes an installed package load
 the ``.py`` sources instead of the compiled modules (``evqual --version`` says which path runs).
 """

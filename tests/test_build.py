@@ -70,6 +70,16 @@ def test_every_kernel_exists_and_has_no_python_module_of_its_name():
         assert not (REPO / (path[:-4] + ".py")).exists(), path
 
 
+def test_every_declaration_file_types_a_listed_module():
+    """A ``.pxd`` beside a module's ``.py`` types the compiled module (an augmenting declaration file): one beside a
+    module that is not listed would be silently ignored, and one beside a kernel would shadow its declarations."""
+    listed = set(_setup_list())
+    pxds = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "evqual").rglob("*.pxd"))
+    assert pxds, "no declaration file: the checks' types are in evqual/features/_checks.pxd"
+    for path in pxds:
+        assert path[:-4] + ".py" in listed, path
+
+
 def test_every_listed_module_is_built_when_any_is():
     """A module the C compiler refused (setup.py's -Werror=int-to-pointer-cast) installs as pure Python with a
     warning only; here it fails."""

@@ -61,27 +61,40 @@ def test_sentence_match_beyond_the_exact_pair_budget_keeps_the_best_passage(monk
         assert getattr(approx, name)[0] == pytest.approx(getattr(exact, name)[0])
 
 
-def test_claim_units_no_longer_copy_the_answer_vocabulary(monkeypatch):
-    """Each claim unit once copied the whole answer's word set (quadratic in the answer's length)."""
-    import evqual.features._checks as checks
+def test_claim_units_no_longer_copy_the_answer_vocabulary():
+    """Each claim unit once copied the whole answer's word set (quadratic in the answer's length).
 
-    calls = []
-    real = checks._check_item
+    The spy replaces the module's ``_check_item``, which the compiled module calls directly (a typed C
+    function since issue 41's session 10): the check runs the Python sources, from which that module is built,
+    in a child process (``EVQUAL_PURE_PYTHON=1``)."""
+    import os
+    import subprocess
+    import sys
 
-    def spy(item, ev, claim_words, *a, **k):
-        calls.append(id(claim_words))
-        return real(item, ev, claim_words, *a, **k)
-
-    monkeypatch.setattr(checks, "_check_item", spy)
-    output = " ".join(f"Alice opened it in {1900 + i} with {i} items." for i in range(40))
-    sentences = []
-    pos = 0
-    for part in output.split(". "):
-        end = output.index(part, pos) + len(part) + 1
-        sentences.append((pos, min(end, len(output))))
-        pos = end + 1
-    checks.claim_checks(output, sentences, checks.EvidenceUnits(["Alice opened it in 1950 with 3 items."]))
-    assert len(calls) > 40 and len(set(calls)) == 1  # one shared set, not a copy per unit
+    code = """
+import evqual.features._checks as checks
+assert checks.__file__.endswith(".py"), checks.__file__
+calls = []
+real = checks._check_item
+def spy(item, ev, claim_words, *a, **k):
+    calls.append(id(claim_words))
+    return real(item, ev, claim_words, *a, **k)
+checks._check_item = spy
+output = " ".join(f"Alice opened it in {1900 + i} with {i} items." for i in range(40))
+sentences = []
+pos = 0
+for part in output.split(". "):
+    end = output.index(part, pos) + len(part) + 1
+    sentences.append((pos, min(end, len(output))))
+    pos = end + 1
+checks.claim_checks(output, sentences, checks.EvidenceUnits(["Alice opened it in 1950 with 3 items."]))
+print(len(calls), len(set(calls)))
+"""
+    env = dict(os.environ, EVQUAL_PURE_PYTHON="1")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    n_calls, n_sets = map(int, out.stdout.split())
+    assert n_calls > 40 and n_sets == 1  # one shared set, not a copy per unit
 
 
 # ---------------------------------------------------------------------------------------------- workers

@@ -701,6 +701,30 @@ def _one_edit(x: str, y: str) -> bool:
     return x[i + (len(x) == len(y)):] == y[i + 1:]
 
 
+def _has_alpha(s: str) -> bool:
+    """Whether ``s`` has a letter (a loop, not a generator: the compiled module types its callers)."""
+    for c in s:
+        if c.isalpha():
+            return True
+    return False
+
+
+def _low_before(toks, j: int, words) -> bool:
+    """Whether either of the two words before word ``j`` is one of ``words`` (lower case)."""
+    for i in range(max(0, j - 2), j):
+        if toks[i][3] in words:
+            return True
+    return False
+
+
+def _words_follow(toks, j: int, words) -> bool:
+    """Whether the words after word ``j`` are ``words[1:]`` (lower case; the caller checks the length)."""
+    for i in range(1, len(words)):
+        if toks[j + i][3] != words[i]:
+            return False
+    return True
+
+
 def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int = -1, seg: int = 0,
                    field: bool = False, neg_stems=None, toks=None, neg_pos=None, unit_start: int = 0,
                    words=None):
@@ -717,9 +741,6 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
         neg_pos = _negations(text, toks)
     n = len(toks)
     near_lo = bisect.bisect_left([t[0] for t in toks], unit_start) if unit_start > start else 0
-
-    def _slot_(toks, lo, hi, skip_lo, skip_hi):
-        return _slot(toks, lo, hi, skip_lo, skip_hi, near_lo=near_lo)
 
     items = []
     # numbers (digits through extract_numbers, then number words)
@@ -755,7 +776,7 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
         kind = m.unit if m.unit else ""
         key = m.value
         clock = False
-        if kind == "time" and ":" in m.text and not any(c.isalpha() for c in m.text) and lo_j and (
+        if kind == "time" and ":" in m.text and not _has_alpha(m.text) and lo_j and (
                 text[toks[lo_j - 1][1]:a] == " " and toks[lo_j - 1][3] not in _CALENDAR_WORDS
                 and (toks[lo_j - 1][2][:1].isupper() or toks[lo_j - 1][3] in _REFERENCES)):
             continue  # a chapter and verse ("John 16:13"), not a time
@@ -780,14 +801,14 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
         unit = "%" if kind == "%" else _unit_after(toks, hi_j, n)
         if kind == "time":
             # "clock": the time says which half of the day it is (a.m./p.m., 24-hour, "in the morning")
-            unit = "clock" if clock or any(c.isalpha() for c in m.text) or int(key[1:].split(":")[0]) > 12 \
+            unit = "clock" if clock or _has_alpha(m.text) or int(key[1:].split(":")[0]) > 12 \
                 or key[1:].split(":")[0] == "0" else None
         if unit is None and text[b:b + 1] == "\u00b0":
             unit = "f" if text[b + 1:b + 2] == "F" else "c" if text[b + 1:b + 2] == "C" else "deg"
-        approx = any(toks[k][3] in _APPROX for k in range(max(0, lo_j - 2), lo_j))
+        approx = _low_before(toks, lo_j, _APPROX)
         period = _period_after(text, toks, hi_j, n, b) if kind not in ("time", "year", "century") else None
         trend = _trend(toks, lo_j, hi_j, n) if kind not in ("time", "year", "century") else None
-        items.append(_Item("number", key, (kind, unit, approx, period, trend), _slot_(toks, 0, n, lo_j, hi_j), a, b,
+        items.append(_Item("number", key, (kind, unit, approx, period, trend), _slot(toks, 0, n, lo_j, hi_j, True, near_lo), a, b,
                            text[a:b], chunk, field, seg, lo_j))
     covered = set()
     title = None  # whether the segment is a headline in title case (made on the first capital)
@@ -802,11 +823,11 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
             if got is not None:
                 v, k = got
                 taken.update(range(j, k))
-                approx = any(toks[i][3] in _APPROX for i in range(max(0, j - 2), j))
+                approx = _low_before(toks, j, _APPROX)
                 b = toks[k - 1][1]
                 items.append(_Item("number", v, ("", _unit_after(toks, k, n), approx,
                                                  _period_after(text, toks, k, n, b), _trend(toks, j, k, n)),
-                                   _slot_(toks, 0, n, j, k),
+                                   _slot(toks, 0, n, j, k, True, near_lo),
                                    a, b, text[a:b], chunk, field, seg, j))
                 continue
         if low[-1:] == "s" and low[:-1] in _WEEKDAYS:
@@ -814,7 +835,7 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
         if low in _MONTHS or low in _WEEKDAYS or (
                 low in ("may", "march") and w[0].isupper() and j > 0
                 and ((toks[j - 1][3][:1].isdigit()) or (j + 1 < n and toks[j + 1][3][:1].isdigit()))):
-            items.append(_Item("date", low, "weekday" if low in _WEEKDAYS else "month", _slot_(toks, 0, n, j, j + 1),
+            items.append(_Item("date", low, "weekday" if low in _WEEKDAYS else "month", _slot(toks, 0, n, j, j + 1, True, near_lo),
                                a, b, w, chunk, field, seg, j))
             continue
         if w[:1].isupper() and st is not None and low not in _NOT_NAMES:
@@ -826,20 +847,20 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
                     title = _title_case(toks)
                 if title:
                     pos = "pos"  # "Judge Halts Border Agents Removing Wire": every word is capitalised
-            items.append(_Item("name", low, pos, _slot_(toks, 0, n, j, j + 1), a, b, w, chunk, field, seg, j))
+            items.append(_Item("name", low, pos, _slot(toks, 0, n, j, j + 1, True, near_lo), a, b, w, chunk, field, seg, j))
         if low in _BOUND_FIRST and j not in covered:
             for words, val in _BOUND_FIRST[low]:
                 k = j + len(words)
-                if k <= n and all(toks[j + i][3] == words[i] for i in range(1, len(words))):
+                if k <= n and _words_follow(toks, j, words):
                     covered.update(range(j, k))
-                    if any(toks[i][3] in _NEG_CUES for i in range(max(0, j - 2), j)):
+                    if _low_before(toks, j, _NEG_CUES):
                         val = "max" if val == "min" else "min"  # "not more than"
                     nxt = k + 1 if k < n and toks[k][3] == "a" else k
                     bound_of = _bound_value(toks, nxt, n)
                     if bound_of is None and low in _BARE_BOUNDS:
                         break
                     bb = toks[k - 1][1]
-                    items.append(_Item("scope", ("bound", val), bound_of, _slot_(toks, 0, n, j, k), a, bb,
+                    items.append(_Item("scope", ("bound", val), bound_of, _slot(toks, 0, n, j, k, True, near_lo), a, bb,
                                        text[a:bb], chunk, field, seg, j))
                     break
         if low == "between" and j + 3 < n and toks[j + 2][3] == "and":
@@ -847,21 +868,21 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
             if lo_v is not None and hi_v is not None:  # "between 12 and 18": at least 12, at most 18
                 bb = toks[j + 3][1]
                 for val, v in (("min", lo_v), ("max", hi_v)):
-                    items.append(_Item("scope", ("bound", val), v, _slot_(toks, 0, n, j, j + 4), a, bb,
+                    items.append(_Item("scope", ("bound", val), v, _slot(toks, 0, n, j, j + 4, True, near_lo), a, bb,
                                        text[a:bb], chunk, field, seg, j))
         if low in _SCOPE_OF and j not in covered:
             dim, val = _SCOPE_OF[low]
             if not (low in ("may", "can") and j == 0) and not (j and toks[j - 1][3] in _NEG_CUES):
-                items.append(_Item("scope", (dim, val), low, _slot_(toks, 0, n, j, j + 1), a, b, w, chunk, field,
+                items.append(_Item("scope", (dim, val), low, _slot(toks, 0, n, j, j + 1, True, near_lo), a, b, w, chunk, field,
                                    seg, j))
         if low in _HAS_ANTONYM:
-            items.append(_Item("word", low, None, _slot_(toks, 0, n, j, j + 1), a, b, w, chunk, field, seg, j))
+            items.append(_Item("word", low, None, _slot(toks, 0, n, j, j + 1, True, near_lo), a, b, w, chunk, field, seg, j))
         if neg_stems is not None and st is not None and j > 0 and not w[:1].isupper():
             neg = j in neg_pos
             if neg or st in neg_stems:
                 if marked is None:
                     marked = _clause_marked(text, toks)
-                items.append(_Item("pred", st, (neg, marked.get(j)), _slot_(toks, 0, n, j, j + 1), a, b, w, chunk,
+                items.append(_Item("pred", st, (neg, marked.get(j)), _slot(toks, 0, n, j, j + 1, True, near_lo), a, b, w, chunk,
                                    field, seg, j))
     return items, toks, neg_pos
 
@@ -1013,15 +1034,15 @@ class EvidenceUnits:
         """The content stems of evidence sentence ``seg``, and its digits as ``"#" + digits``."""
         got = self._stems.get(seg)
         if got is None:
-            got = self._stems[seg] = frozenset(t[4] if t[4] is not None else "#" + t[3] for t in self.tokens(seg)
-                                               if t[4] is not None or t[3].isdigit())
+            got = self._stems[seg] = frozenset([t[4] if t[4] is not None else "#" + t[3] for t in self.tokens(seg)
+                                                if t[4] is not None or t[3].isdigit()])
         return got
 
     def seg_values(self, seg: int) -> frozenset:
         """The values of the numbers evidence sentence ``seg`` states."""
         got = self._values.get(seg)
         if got is None:
-            got = self._values[seg] = frozenset(it.key for it in self.segment_items(seg)[0] if it.cls == "number")
+            got = self._values[seg] = frozenset([it.key for it in self.segment_items(seg)[0] if it.cls == "number"])
         return got
 
     def sentences_for(self, stems) -> list:
@@ -1130,7 +1151,7 @@ class EvidenceUnits:
         if out is None:
             out = []
             for seg in sorted(self.words.get(key, ())):
-                out.extend(it for it in self.segment_items(seg)[0] if it.cls == "name" and it.key == key)
+                out.extend([it for it in self.segment_items(seg)[0] if it.cls == "name" and it.key == key])
             self._name_items[key] = out
         return out
 
@@ -1397,7 +1418,11 @@ def _check_item(item, ev: EvidenceUnits, claim_words: set, query_words: set, cla
             continue
         if b.field:
             # a record line "label: value": the label must be a word next to the claim's item
-            labelled = any(st in b.slot for _, st in item.near)
+            labelled = False
+            for _, st in item.near:
+                if st in b.slot:
+                    labelled = True
+                    break
             score = shared + (2 if labelled else 0)
         else:
             labelled = True
@@ -1445,8 +1470,10 @@ def _check_item(item, ev: EvidenceUnits, claim_words: set, query_words: set, cla
         return None  # the agreeing item sits in the same evidence sentence, as close to the claim's words
     if item.cls in ("name", "date", "word") and d.seg in ev.words.get(item.key, ()):
         return None  # the evidence sentence holds the claim's word too
-    if item.cls == "date" and any(ev.fields[g] for g in ev.words.get(item.key, ())):
-        return None  # a record has a line for that day or month ("Sunday: 7:00-15:00")
+    if item.cls == "date":
+        for g in ev.words.get(item.key, ()):
+            if ev.fields[g]:
+                return None  # a record has a line for that day or month ("Sunday: 7:00-15:00")
     if item.cls == "name" and item.key in ev.words and (len(item.slot & d.slot) < 3 or best_same >= MIN_SLOT):
         return None  # a name the context has elsewhere: only a close slot match says it was swapped in, and
         # not when the context has the name itself in a slot of the claim's words (it may be about that one)
@@ -1712,6 +1739,14 @@ def _query_stems(query: str) -> frozenset:
     return frozenset(t[4] for t in _tokens(query, 0, len(query)) if t[4] is not None)
 
 
+def _inside(found: list, start: int) -> bool:
+    """Whether one of the findings ``found`` covers character ``start``."""
+    for g in found:
+        if g.start <= start < g.end:
+            return True
+    return False
+
+
 def claim_checks(output: str, sentences, ev: EvidenceUnits, query: str = "", claim_spans=None,
                  units=None, words=None) -> tuple[dict, list]:
     """Per-sentence check counts (``sent.check.*``) and each sentence's findings.
@@ -1768,7 +1803,7 @@ def claim_checks(output: str, sentences, ev: EvidenceUnits, query: str = "", cla
         sent_values = {m.value for m in _numbers_in(output, s, e, words)} if len(units_i) > 1 and \
             has_digit(output, s, e) else set()
         if len(units_i) > 1:
-            sent_values.update(_WORD_VALUES[t[3]] for t in sent_toks if t[3] in _WORD_VALUES)
+            sent_values.update([_WORD_VALUES[t[3]] for t in sent_toks if t[3] in _WORD_VALUES])
         for a, b in units_i:
             check_deadline()
             # a unit's items, with slots that reach back into the sentence on the left (a coordinated
@@ -1797,7 +1832,7 @@ def claim_checks(output: str, sentences, ev: EvidenceUnits, query: str = "", cla
             # the evidence sentences sharing two words or values with the claim
             segs = ev.sentences_for({t[4] if t[4] is not None else "#" + t[3] for t in toks
                                      if t[4] is not None or t[3].isdigit()}) if items else []
-            anchors = frozenset(it.key for it in items if it.cls == "number")
+            anchors = frozenset([it.key for it in items if it.cls == "number"])
             found = []
             for it in items:
                 check_deadline()
@@ -1818,7 +1853,7 @@ def claim_checks(output: str, sentences, ev: EvidenceUnits, query: str = "", cla
                 if f is None or f.start < a:
                     continue
                 key = (f.check, f.start)
-                if key in seen or any(g.start <= f.start < g.end for g in findings[i]):
+                if key in seen or _inside(findings[i], f.start):
                     continue
                 seen.add(key)
                 findings[i].append(f)

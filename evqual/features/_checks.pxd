@@ -1,0 +1,97 @@
+# Types for the compiled build of _checks.py (an "augmenting" .pxd: Cython reads it beside the .py source;
+# the pure-Python path never sees it).  Only C types that cannot change what the Python source computes.
+cimport cython
+
+cdef class _Item:
+    cdef public str cls
+    cdef public object key, info
+    cdef public frozenset slot, near
+    cdef public Py_ssize_t start, end, chunk, seg, pos
+    cdef public str text
+    cdef public object field
+
+
+@cython.locals(out=list, near=list, n=Py_ssize_t, j=Py_ssize_t, t=tuple)
+cpdef tuple _slot(list toks, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t skip_lo, Py_ssize_t skip_hi, bint names=*,
+                  Py_ssize_t near_lo=*)
+
+
+cpdef _number_same(_Item a, _Item b)
+
+
+cpdef _disagrees(_Item a, _Item b)
+
+
+@cython.locals(b=_Item, same_item=_Item, which=_Item, d=_Item, shared=Py_ssize_t, score=Py_ssize_t,
+               best_same=Py_ssize_t, best_diff=Py_ssize_t, need=Py_ssize_t, labelled=bint, cands=dict)
+cpdef _check_item(_Item item, ev, claim_words, query_words, claim_values=*, segs=*, out_lower=*, anchors=*)
+
+
+cpdef bint _has_alpha(str s)
+
+
+@cython.locals(i=Py_ssize_t)
+cpdef bint _low_before(list toks, Py_ssize_t j, words)
+
+
+@cython.locals(i=Py_ssize_t)
+cpdef bint _words_follow(list toks, Py_ssize_t j, tuple words)
+
+
+@cython.locals(n=Py_ssize_t, near_lo=Py_ssize_t, lo_j=Py_ssize_t, hi_j=Py_ssize_t, j=Py_ssize_t, k=Py_ssize_t,
+               a=Py_ssize_t, b=Py_ssize_t, bb=Py_ssize_t, w=str, low=str, items=list, taken=set, covered=set,
+               starts=list, century=bint, clock=bint)
+cpdef _segment_items(str text, Py_ssize_t start, Py_ssize_t end, bint first, Py_ssize_t chunk=*, Py_ssize_t seg=*,
+                     bint field=*, neg_stems=*, toks=*, neg_pos=*, Py_ssize_t unit_start=*, words=*)
+
+
+cdef class EvidenceUnits:
+    cdef public list chunk_texts, spans, fields
+    cdef public object chunk_words, _record
+    cdef public set neg_stems, lower
+    cdef public dict _toks, _neg, _stem_pos, _name_items, _seg_items, _values, _stems, _pred_items, _marked
+    cdef public dict postings, words
+    cdef public bint large
+
+    cpdef list tokens(self, Py_ssize_t seg)
+
+    cpdef negated(self, Py_ssize_t seg)
+
+    @cython.locals(k=Py_ssize_t, toks=list, text=str, items=list, index=dict, it=_Item)
+    cpdef tuple segment_items(self, Py_ssize_t seg)
+
+    cpdef frozenset seg_stems(self, Py_ssize_t seg)
+
+    cpdef frozenset seg_values(self, Py_ssize_t seg)
+
+    @cython.locals(counts=dict, it=_Item, shared=Py_ssize_t, j=Py_ssize_t, keys=list, found=list)
+    cpdef dict candidates(self, _Item item, segs=*)
+
+    @cython.locals(got=dict, j=Py_ssize_t)
+    cpdef dict stem_positions(self, Py_ssize_t seg)
+
+    cpdef list name_items(self, str key)
+
+    @cython.locals(got=_Item, k=Py_ssize_t, toks=list, a=Py_ssize_t, b=Py_ssize_t)
+    cpdef _Item pred_item(self, Py_ssize_t seg, Py_ssize_t j)
+
+
+@cython.locals(n=Py_ssize_t, k=Py_ssize_t, out=list)
+cpdef list _clause_breaks(str text, list toks)
+
+
+@cython.locals(n=Py_ssize_t, k=Py_ssize_t, i=Py_ssize_t, clause=Py_ssize_t, neg_pos=set, breaks=list, low=str,
+               t=tuple)
+cpdef set _negations(str text, list toks)
+
+
+@cython.locals(out=dict, clause=list, breaks=list, i=Py_ssize_t, t=tuple)
+cpdef dict _clause_marked(str text, list toks)
+
+
+cpdef bint _inside(list found, Py_ssize_t start)
+
+
+@cython.locals(n=Py_ssize_t, i=Py_ssize_t, s=Py_ssize_t, e=Py_ssize_t, a=Py_ssize_t, b=Py_ssize_t, left=Py_ssize_t,
+               k=Py_ssize_t, items=list, found=list, seen=set)
+cpdef tuple claim_checks(str output, sentences, EvidenceUnits ev, str query=*, claim_spans=*, units=*, words=*)
