@@ -38,7 +38,7 @@ import math
 from bisect import bisect_left
 from collections import OrderedDict
 from difflib import SequenceMatcher
-from functools import lru_cache
+from functools import lru_cache, partial
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -520,275 +520,336 @@ class EvidenceEngine:
     # -------------------------------------------------------------- one claim
     def _claim(self, output: str, start: int, end: int, idx: EvidenceIndex, query_keys: frozenset,
                words=None) -> ClaimEvidence:
-        r = read_span(output, start, end, words=words)
-        f = [0.0] * len(CLAIM_FEATURES)  # the claim's row, an array at the end (list items are cheaper to set)
-        diffs: list[Difference] = []
-        keys = r.keys
-        # distinct non-logic items, first occurrence
-        first: dict = {}
-        for i, k in enumerate(keys):
-            if k[0] in "wnv" and k not in first:
-                first[k] = i
-        items = list(first)
-        idf, default_idf = idx.idf, idx.default_idf
-        w_list = [idf.get(k, default_idf) for k in items]
-        total = _sum_as_numpy(w_list) or 1.0
-        n_units = len(idx.units)
-        present = []  # per item: the units holding it (aliases included), as a set and as an array
-        arrays = []
-        for k in items:
-            us, arr = idx.present(k)
-            present.append(us)
-            arrays.append(arr)
-        scores = _unit_scores(n_units, w_list, present, arrays, None)
-        best = _first_best(scores)
-        # second sentence: most of what the first lacks
-        second = -1
-        if best >= 0:
-            second = _first_best(_unit_scores(n_units, w_list, present, arrays, best))
-        f[_COL["align.recall.v1"]] = float(scores[best]) / total if best >= 0 else 0.0
-        # (sums added in order, as a loop: sum() of floats compensates its rounding from Python 3.12 on)
-        cov2 = covc = 0.0
-        for k, w, us in zip(items, w_list, present):
-            if best in us or second in us:
-                cov2 += w
-            if us or k in query_keys:
-                covc += w
-        f[_COL["align.recall2.v1"]] = cov2 / total if items else 0.0
-        f[_COL["align.recall_context.v1"]] = covc / total if items else 0.0
-        if n_units > 1 and best >= 0:
-            top = float(scores[best])
-            f[_COL["align.margin.v1"]] = (top - _runner_up(scores)) / total
-            f[_COL["align.competitors.v1"]] = float(_at_least(scores, 0.8 * top) - 1)
-        f[_COL["align.subject.v1"]] = 1.0 if items and best >= 0 and best in present[0] else 0.0
-        f[_COL["align.second_used.v1"]] = 1.0 if second >= 0 else 0.0
-        f[_COL["align.evidence_items.v1"]] = math.log1p(len(idx.readings[best].keys)) if best >= 0 else 0.0
-        f[_COL["claim.items.v1"]] = math.log1p(len(items))
-        f[_COL["claim.negated.v1"]] = 1.0 if r.negated else 0.0
+        return _read_claim(output, start, end, idx, query_keys, words)
 
-        ev_reading = idx.readings[best] if best >= 0 else None
-        unit = idx.units[best] if best >= 0 else None
 
-        def ev_span(key_pred, reading=ev_reading, u=unit):
-            """(chunk, start, end) and text of the evidence items matching ``key_pred``."""
-            if reading is None:
-                return None, ""
-            sp = [s for k, s in zip(reading.keys, reading.spans) if key_pred(k)]
-            if not sp:
-                return None, ""
-            text = idx.chunks[u[0]]
-            return (u[0], sp[0][0], sp[0][1]), " / ".join(dict.fromkeys(text[a:b] for a, b in sp[:4]))
+def _read_claim(output: str, start: int, end: int, idx: EvidenceIndex, query_keys: frozenset,
+                words=None) -> ClaimEvidence:
+    """The reading of the claim ``output[start:end]`` against the context ``idx`` (:meth:`EvidenceEngine._claim`):
+    a module function, so that the compiled module can type it (``_engine.pxd``)."""
+    r = read_span(output, start, end, words=words)
+    f = [0.0] * len(CLAIM_FEATURES)  # the claim's row, an array at the end (list items are cheaper to set)
+    diffs: list[Difference] = []
+    keys = r.keys
+    # distinct non-logic items, first occurrence
+    first: dict = {}
+    for i, k in enumerate(keys):
+        if k[0] in "wnv" and k not in first:
+            first[k] = i
+    items = list(first)
+    idf, default_idf = idx.idf, idx.default_idf
+    w_list = [idf.get(k, default_idf) for k in items]
+    total = _sum_as_numpy(w_list) or 1.0
+    n_units = len(idx.units)
+    present = []  # per item: the units holding it (aliases included), as a set and as an array
+    arrays = []
+    for k in items:
+        us, arr = idx.present(k)
+        present.append(us)
+        arrays.append(arr)
+    scores = _unit_scores(n_units, w_list, present, arrays, None)
+    best = _first_best(scores)
+    # second sentence: most of what the first lacks
+    second = -1
+    if best >= 0:
+        second = _first_best(_unit_scores(n_units, w_list, present, arrays, best))
+    f[_COL["align.recall.v1"]] = float(scores[best]) / total if best >= 0 else 0.0
+    # (sums added in order, as a loop: sum() of floats compensates its rounding from Python 3.12 on)
+    cov2 = covc = 0.0
+    for k, w, us in zip(items, w_list, present):
+        if best in us or second in us:
+            cov2 += w
+        if us or k in query_keys:
+            covc += w
+    f[_COL["align.recall2.v1"]] = cov2 / total if items else 0.0
+    f[_COL["align.recall_context.v1"]] = covc / total if items else 0.0
+    if n_units > 1 and best >= 0:
+        top = float(scores[best])
+        f[_COL["align.margin.v1"]] = (top - _runner_up(scores)) / total
+        f[_COL["align.competitors.v1"]] = float(_at_least(scores, 0.8 * top) - 1)
+    f[_COL["align.subject.v1"]] = 1.0 if items and best >= 0 and best in present[0] else 0.0
+    f[_COL["align.second_used.v1"]] = 1.0 if second >= 0 else 0.0
+    f[_COL["align.evidence_items.v1"]] = math.log1p(len(idx.readings[best].keys)) if best >= 0 else 0.0
+    f[_COL["claim.items.v1"]] = math.log1p(len(items))
+    f[_COL["claim.negated.v1"]] = 1.0 if r.negated else 0.0
 
-        def claim_span(k_index):
-            a, b = r.spans[k_index]
-            return (a, b), output[a:b]
+    ev_reading = idx.readings[best] if best >= 0 else None
+    unit = idx.units[best] if best >= 0 else None
 
-        # ---- statuses of words, names, values
-        status_of = {}
-        ev_numbers = (idx.numbers[best] if best >= 0 else []) + (idx.numbers[second] if second >= 0 else [])
-        for k, us in zip(items, present):
-            if best in us:
+
+    # ---- statuses of words, names, values
+    status_of = {}
+    ev_numbers = (idx.numbers[best] if best >= 0 else []) + (idx.numbers[second] if second >= 0 else [])
+    for k, us in zip(items, present):
+        if best in us:
+            st = "aligned"
+        elif second in us:
+            st = "second"
+        elif us:
+            st = "elsewhere"
+        elif _any_in(_aliases(k), query_keys):
+            st = "query"
+        else:
+            st = "novel"
+        if st == "novel" and k.startswith("v:num:") and _derived(k, ev_numbers):
+            st = "aligned"
+            f[_COL["value.derived.v1"]] += 1
+        if st in ("second", "elsewhere", "novel") and k.startswith(("v:num:", "v:qty:")):
+            # the number as written, where the context states it without a unit (a record's
+            # "price_usd: 149" supports "$149", "battery_hours: 14" "fourteen hours")
+            raw = r.raws[first[k]]
+            plain = f"v:num::{raw:g}" if raw is not None else None
+            where = idx.postings.get(plain, ()) if plain is not None else ()
+            if best in where or (second >= 0 and second in where):
                 st = "aligned"
-            elif second in us:
-                st = "second"
-            elif us:
+            elif where and st == "novel":
                 st = "elsewhere"
-            elif any(a in query_keys for a in _aliases(k)):
-                st = "query"
-            else:
-                st = "novel"
-            if st == "novel" and k.startswith("v:num:") and _derived(k, ev_numbers):
-                st = "aligned"
-                f[_COL["value.derived.v1"]] += 1
-            if st in ("second", "elsewhere", "novel") and k.startswith(("v:num:", "v:qty:")):
-                # the number as written, where the context states it without a unit (a record's
-                # "price_usd: 149" supports "$149", "battery_hours: 14" "fourteen hours")
-                raw = r.raws[first[k]]
-                plain = f"v:num::{raw:g}" if raw is not None else None
-                where = idx.postings.get(plain, ()) if plain is not None else ()
-                if best in where or (second >= 0 and second in where):
-                    st = "aligned"
-                elif where and st == "novel":
-                    st = "elsewhere"
-            status_of[k] = st
-        counts: dict = {}
-        for k in items:
-            ck = (k[0], status_of[k])
-            counts[ck] = counts.get(ck, 0) + 1
-        for code, cols, share_col in _KIND_COLS:
-            n_kind = 0
-            for st, col in cols:
-                c_st = counts.get((code, st), 0)
-                f[col] = c_st
-                n_kind += c_st
-            if n_kind:
-                f[share_col] = (counts.get((code, "elsewhere"), 0) + counts.get((code, "novel"), 0)) / n_kind
-        # longest run of novel words
-        run = best_run = 0
-        for k in keys:
-            if k[0] == "w":
-                run = run + 1 if status_of.get(k) == "novel" else 0
-                best_run = max(best_run, run)
-        f[_COL["word.novel_run.v1"]] = best_run
-        # borrowed from negated sentences only
-        if not r.negated:
-            nb = 0
-            for k, us in zip(items, present):
-                if status_of[k] in ("second", "elsewhere") and us and all(idx.negated[u] for u in us):
-                    nb += 1
-                    i = first[k]
-                    diffs.append(Difference("word", "borrowed_negated", *claim_span(i), None, ""))
-            f[_COL["word.borrowed_negated.v1"]] = nb
-        # the word alignment of the claim with its evidence sentence
-        ev_keys = ev_reading.keys if ev_reading else ()
-        ev_canon, ev_pos, _, ev_ids = idx.unit_view(best) if best >= 0 else ((), {}, {}, None)
-        blocks, lo, hi = _blocks(keys, ev_keys, ev_canon, ev_ids)
-        claim_alias = set()
-        for k in items:
-            claim_alias.update(_aliases(k))
-        block_of = {}  # claim item index -> evidence index range of its block
-        block_len = {}  # claim item index -> the longer side of its block, in items
-        for i1, i2, j1, j2 in blocks:
-            for i in range(i1, i2):
-                block_of[i] = (j1, j2)
-                block_len[i] = max(i2 - i1, j2 - j1)
-        # words standing in for other words of the evidence (a replaced stretch of the alignment)
-        for i1, i2, j1, j2 in blocks:
-            if not any(ev_keys[j][0] in "wn" and ev_keys[j] not in claim_alias for j in range(j1, j2)):
-                continue
-            for i in range(i1, i2):
-                k = keys[i]
-                if k[0] == "w" and first.get(k) == i:
-                    st = status_of[k]
-                    if st in ("second", "elsewhere"):
-                        f[_COL["word.swap_borrowed.v1"]] += 1
-                    elif st == "novel":
-                        f[_COL["word.swap_novel.v1"]] += 1
-        # names: swap, borrowed, novel; values: conflict, borrowed, novel
-        for k in items:
-            st = status_of[k]
-            if st in ("aligned", "query"):
-                continue
-            i = first[k]
-            j1, j2 = block_of.get(i, (0, 0))
-            if k[0] == "n":
-                local = [ev_keys[j] for j in range(j1, j2) if ev_keys[j][0] == "n" and ev_keys[j] not in claim_alias]
-                far = [kk for kk in ev_keys if kk[0] == "n" and kk not in claim_alias]
-                if local or far:
-                    f[_COL["name.swap.v1" if local else "name.swap_far.v1"]] += 1
-                if local and block_len.get(i, 0) <= _SWAP_SLOT:
-                    # another name stands where this one stands, the words around aligned: a conflict
-                    ev, et = ev_span(frozenset(local).__contains__)
-                    diffs.append(Difference("name", "swap", *claim_span(i), ev, et))
-                # a name elsewhere in the aligned sentence, or in a long stretch the alignment could not pair,
-                # contradicts nothing (issue 24: "'Arkansas' where the aligned evidence names 'CEOs'", a
-                # 9-item stretch against 12): the name is borrowed from another passage, or unsupported
-                elif st in ("second", "elsewhere"):
-                    diffs.append(Difference("name", "borrowed", *claim_span(i), None, ""))
+        status_of[k] = st
+    counts: dict = {}
+    for k in items:
+        ck = (k[0], status_of[k])
+        counts[ck] = counts.get(ck, 0) + 1
+    for code, cols, share_col in _KIND_COLS:
+        n_kind = 0
+        for st, col in cols:
+            c_st = counts.get((code, st), 0)
+            f[col] = c_st
+            n_kind += c_st
+        if n_kind:
+            f[share_col] = (counts.get((code, "elsewhere"), 0) + counts.get((code, "novel"), 0)) / n_kind
+    # longest run of novel words
+    run = best_run = 0
+    for k in keys:
+        if k[0] == "w":
+            run = run + 1 if status_of.get(k) == "novel" else 0
+            best_run = max(best_run, run)
+    f[_COL["word.novel_run.v1"]] = best_run
+    # borrowed from negated sentences only
+    if not r.negated:
+        nb = 0
+        for k, us in zip(items, present):
+            if status_of[k] in ("second", "elsewhere") and us and _all_negated(idx.negated, us):
+                nb += 1
+                i = first[k]
+                diffs.append(Difference("word", "borrowed_negated", *_claim_span(r, output, i), None, ""))
+        f[_COL["word.borrowed_negated.v1"]] = nb
+    # the word alignment of the claim with its evidence sentence
+    ev_keys = ev_reading.keys if ev_reading else ()
+    ev_canon, ev_pos, _, ev_ids = idx.unit_view(best) if best >= 0 else ((), {}, {}, None)
+    blocks, lo, hi = _blocks(keys, ev_keys, ev_canon, ev_ids)
+    claim_alias = set()
+    for k in items:
+        claim_alias.update(_aliases(k))
+    block_of = {}  # claim item index -> evidence index range of its block
+    block_len = {}  # claim item index -> the longer side of its block, in items
+    for i1, i2, j1, j2 in blocks:
+        for i in range(i1, i2):
+            block_of[i] = (j1, j2)
+            block_len[i] = max(i2 - i1, j2 - j1)
+    # words standing in for other words of the evidence (a replaced stretch of the alignment)
+    for i1, i2, j1, j2 in blocks:
+        if not _stands_in(ev_keys, j1, j2, claim_alias):
+            continue
+        for i in range(i1, i2):
+            k = keys[i]
+            if k[0] == "w" and first.get(k) == i:
+                st = status_of[k]
+                if st in ("second", "elsewhere"):
+                    f[_COL["word.swap_borrowed.v1"]] += 1
                 elif st == "novel":
-                    diffs.append(Difference("name", "novel", *claim_span(i), None, ""))
-            elif k[0] == "v":
-                kind = value_kind(k[2:])
+                    f[_COL["word.swap_novel.v1"]] += 1
+    # names: swap, borrowed, novel; values: conflict, borrowed, novel
+    for k in items:
+        st = status_of[k]
+        if st in ("aligned", "query"):
+            continue
+        i = first[k]
+        j1, j2 = block_of.get(i, (0, 0))
+        if k[0] == "n":
+            local = [ev_keys[j] for j in range(j1, j2) if ev_keys[j][0] == "n" and ev_keys[j] not in claim_alias]
+            far = [kk for kk in ev_keys if kk[0] == "n" and kk not in claim_alias]
+            if local or far:
+                f[_COL["name.swap.v1" if local else "name.swap_far.v1"]] += 1
+            if local and block_len.get(i, 0) <= _SWAP_SLOT:
+                # another name stands where this one stands, the words around aligned: a conflict
+                ev, et = _ev_span(idx, ev_reading, unit, frozenset(local).__contains__)
+                diffs.append(Difference("name", "swap", *_claim_span(r, output, i), ev, et))
+            # a name elsewhere in the aligned sentence, or in a long stretch the alignment could not pair,
+            # contradicts nothing (issue 24: "'Arkansas' where the aligned evidence names 'CEOs'", a
+            # 9-item stretch against 12): the name is borrowed from another passage, or unsupported
+            elif st in ("second", "elsewhere"):
+                diffs.append(Difference("name", "borrowed", *_claim_span(r, output, i), None, ""))
+            elif st == "novel":
+                diffs.append(Difference("name", "novel", *_claim_span(r, output, i), None, ""))
+        elif k[0] == "v":
+            kind = value_kind(k[2:])
 
-                def same(kk, kind=kind):
-                    return kk[0] == "v" and value_kind(kk[2:]) == kind and kk not in claim_alias
+            local = [ev_keys[j] for j in range(j1, j2) if _same_value(ev_keys[j], kind, claim_alias)]
+            far = [kk for kk in ev_keys if _same_value(kk, kind, claim_alias)]
+            if local or far:
+                f[_COL["value.conflict.v1" if local else "value.conflict_far.v1"]] += 1
+                ev, et = _ev_span(idx, ev_reading, unit, frozenset(local or far).__contains__)
+                diffs.append(Difference("value", "conflict", *_claim_span(r, output, i), ev, et))
+            else:
+                diffs.append(Difference("value", "borrowed" if st in ("second", "elsewhere") else "novel",
+                                        *_claim_span(r, output, i), None, ""))
+    # novel words as one difference per run, borrowed words one each (capped)
+    _word_diffs(keys, r.spans, output, status_of, diffs)
+    # negative prefixes
+    # (a word with a prefix of the evidence's word, or with its word as a prefix's stem)
+    ev_words, stripped = idx.prefix_view(best) if best >= 0 else ((), ())
+    for i, k in enumerate(keys):
+        if k[0] != "w" or (k[2:4] not in _PREFIX_HEADS and k[2:] not in stripped) or \
+                status_of.get(k) == "aligned":
+            continue
+        w = k[2:]
+        for p in NEGATIVE_PREFIXES:
+            if (w.startswith(p) and "w:" + w[len(p):] in ev_words) or ("w:" + p + w) in ev_words:
+                f[_COL["polarity.prefix.v1"]] += 1
+                ev, et = _ev_span(idx, ev_reading, unit, ("w:" + w[len(p):], "w:" + p + w).__contains__)
+                diffs.append(Difference("polarity", "prefix", *_claim_span(r, output, i), ev, et))
+                break
+    # opposites
+    opp = _opposite_stems()
+    for i, k in enumerate(keys):
+        if k[0] != "w" or status_of.get(k) == "aligned":
+            continue
+        hits = [o for o in opp.get(k[2:], ()) if "w:" + o in ev_words and "w:" + o not in claim_alias]
+        if hits:
+            f[_COL["opposite.conflict.v1"]] += 1
+            ev, et = _ev_span(idx, ev_reading, unit, partial(_word_in, hits))
+            diffs.append(Difference("opposite", "conflict", *_claim_span(r, output, i), ev, et))
+    # order of shared names and values, and of all shared items
+    if ev_reading is not None:
+        shared = [(first[k], ev_pos[k]) for k in items if k in ev_pos]
+        nv = [(a, b) for (a, b), k in zip(shared, [k for k in items if k in ev_pos]) if k[0] in "nv"]
+        rev = _reversed_pairs(nv)
+        f[_COL["order.reversed.v1"]] = rev
+        if rev:
+            diffs.append(Difference("order", "reversed", (start, end), output[start:end],
+                                    (unit[0], unit[1], unit[2]), idx.chunks[unit[0]][unit[1]:unit[2]]))
+        conc = disc = 0
+        for x in range(len(shared)):
+            for y in range(x + 1, len(shared)):
+                d = (shared[x][0] - shared[y][0]) * (shared[x][1] - shared[y][1])
+                conc += d > 0
+                disc += d < 0
+        f[_COL["order.discordant.v1"]] = disc
+        if len(shared) >= 3:
+            f[_COL["order.tau.v1"]] = (conc - disc) / max(1, conc + disc)
+    # logic classes: adds, inner drops, conflicts at one place of the alignment
+    ev2_logic = idx.unit_view(second)[2] if second >= 0 else {}
+    cl_logic, cl_pos, _ = _logic_items(keys)
+    ev_logic, _, inner = _logic_items(ev_keys, lo, hi)
+    lex = logic_lexicon()
+    local: dict = {}
+    for i1, i2, j1, j2 in blocks:
+        cset = {tuple(keys[i].split(":", 2)[1:]) for i in range(i1, i2) if keys[i][0] == "L"}
+        eset = {tuple(ev_keys[j].split(":", 2)[1:]) for j in range(j1, j2) if ev_keys[j][0] == "L"}
+        for c, a in cset:
+            for c2, b in eset:
+                if c2 == c and lex.exclusive(c, a, b):
+                    local.setdefault(c, []).append((a, b))
+    for c, (c_adds, c_adds2, c_drops, c_conflict, c_far) in _LOGIC_COLS:
+        if c not in cl_logic and c not in inner:
+            continue  # neither adds nor drops: every feature of the class stays 0
+        cs, es, es2 = cl_logic.get(c, set()), ev_logic.get(c, set()), ev2_logic.get(c, set())
+        # a sense the query asks about ("Does it have to ...?") is not added by the answer
+        adds = cs - es - {x for x in cs if f"L:{c}:{x}" in query_keys}
+        drops = inner.get(c, set()) - cs
+        pairs = [(a, b) for a, b in local.get(c, ()) if a in adds and b not in cs]
+        f[c_adds] = len(adds)
+        f[c_adds2] = len(adds & es2)
+        f[c_drops] = len(drops)
+        far = not pairs and _any_exclusive(lex, c, adds, drops)
+        if pairs:
+            f[c_conflict] = 1.0
+        elif far:
+            f[c_far] = 1.0
+        if adds or drops:
+            kind = "conflict" if (pairs or far) else ("adds" if adds else "drops")
+            a_set = {a for a, _ in pairs} or adds
+            d_set = {b for _, b in pairs} or drops
+            if a_set:
+                cspan, ctext = _claim_span(r, output, min([cl_pos[(c, x)] for x in a_set]))
+            else:
+                cspan, ctext = None, ""
+            ev, et = _ev_span(idx, ev_reading, unit, frozenset([f"L:{c}:{x}" for x in d_set]).__contains__) \
+                if d_set else (None, "")
+            diffs.append(Difference(c, kind, cspan, ctext, ev, et,
+                                    "/".join([",".join(sorted(a_set)), ",".join(sorted(d_set))])))
+    strength = float(f[_COL["align.recall.v1"]])
+    return ClaimEvidence(start, end, output[start:end], unit, strength, np.array(f, dtype=np.float64), diffs)
 
-                local = [ev_keys[j] for j in range(j1, j2) if same(ev_keys[j])]
-                far = [kk for kk in ev_keys if same(kk)]
-                if local or far:
-                    f[_COL["value.conflict.v1" if local else "value.conflict_far.v1"]] += 1
-                    ev, et = ev_span(frozenset(local or far).__contains__)
-                    diffs.append(Difference("value", "conflict", *claim_span(i), ev, et))
-                else:
-                    diffs.append(Difference("value", "borrowed" if st in ("second", "elsewhere") else "novel",
-                                            *claim_span(i), None, ""))
-        # novel words as one difference per run, borrowed words one each (capped)
-        _word_diffs(keys, r.spans, output, status_of, diffs)
-        # negative prefixes
-        # (a word with a prefix of the evidence's word, or with its word as a prefix's stem)
-        ev_words, stripped = idx.prefix_view(best) if best >= 0 else ((), ())
-        for i, k in enumerate(keys):
-            if k[0] != "w" or (k[2:4] not in _PREFIX_HEADS and k[2:] not in stripped) or \
-                    status_of.get(k) == "aligned":
-                continue
-            w = k[2:]
-            for p in NEGATIVE_PREFIXES:
-                if (w.startswith(p) and "w:" + w[len(p):] in ev_words) or ("w:" + p + w) in ev_words:
-                    f[_COL["polarity.prefix.v1"]] += 1
-                    ev, et = ev_span(lambda kk, w=w, p=p: kk in ("w:" + w[len(p):], "w:" + p + w))
-                    diffs.append(Difference("polarity", "prefix", *claim_span(i), ev, et))
-                    break
-        # opposites
-        opp = _opposite_stems()
-        for i, k in enumerate(keys):
-            if k[0] != "w" or status_of.get(k) == "aligned":
-                continue
-            hits = [o for o in opp.get(k[2:], ()) if "w:" + o in ev_words and "w:" + o not in claim_alias]
-            if hits:
-                f[_COL["opposite.conflict.v1"]] += 1
-                ev, et = ev_span(lambda kk, h=hits: kk[2:] in h and kk[0] == "w")
-                diffs.append(Difference("opposite", "conflict", *claim_span(i), ev, et))
-        # order of shared names and values, and of all shared items
-        if ev_reading is not None:
-            shared = [(first[k], ev_pos[k]) for k in items if k in ev_pos]
-            nv = [(a, b) for (a, b), k in zip(shared, [k for k in items if k in ev_pos]) if k[0] in "nv"]
-            rev = sum(1 for x in range(len(nv)) for y in range(x + 1, len(nv))
-                      if (nv[x][0] - nv[y][0]) * (nv[x][1] - nv[y][1]) < 0)
-            f[_COL["order.reversed.v1"]] = rev
-            if rev:
-                diffs.append(Difference("order", "reversed", (start, end), output[start:end],
-                                        (unit[0], unit[1], unit[2]), idx.chunks[unit[0]][unit[1]:unit[2]]))
-            conc = disc = 0
-            for x in range(len(shared)):
-                for y in range(x + 1, len(shared)):
-                    d = (shared[x][0] - shared[y][0]) * (shared[x][1] - shared[y][1])
-                    conc += d > 0
-                    disc += d < 0
-            f[_COL["order.discordant.v1"]] = disc
-            if len(shared) >= 3:
-                f[_COL["order.tau.v1"]] = (conc - disc) / max(1, conc + disc)
-        # logic classes: adds, inner drops, conflicts at one place of the alignment
-        ev2_logic = idx.unit_view(second)[2] if second >= 0 else {}
-        cl_logic, cl_pos, _ = _logic_items(keys)
-        ev_logic, _, inner = _logic_items(ev_keys, lo, hi)
-        lex = logic_lexicon()
-        local: dict = {}
-        for i1, i2, j1, j2 in blocks:
-            cset = {tuple(keys[i].split(":", 2)[1:]) for i in range(i1, i2) if keys[i][0] == "L"}
-            eset = {tuple(ev_keys[j].split(":", 2)[1:]) for j in range(j1, j2) if ev_keys[j][0] == "L"}
-            for c, a in cset:
-                for c2, b in eset:
-                    if c2 == c and lex.exclusive(c, a, b):
-                        local.setdefault(c, []).append((a, b))
-        for c, (c_adds, c_adds2, c_drops, c_conflict, c_far) in _LOGIC_COLS:
-            if c not in cl_logic and c not in inner:
-                continue  # neither adds nor drops: every feature of the class stays 0
-            cs, es, es2 = cl_logic.get(c, set()), ev_logic.get(c, set()), ev2_logic.get(c, set())
-            # a sense the query asks about ("Does it have to ...?") is not added by the answer
-            adds = cs - es - {x for x in cs if f"L:{c}:{x}" in query_keys}
-            drops = inner.get(c, set()) - cs
-            pairs = [(a, b) for a, b in local.get(c, ()) if a in adds and b not in cs]
-            f[c_adds] = len(adds)
-            f[c_adds2] = len(adds & es2)
-            f[c_drops] = len(drops)
-            far = not pairs and any(lex.exclusive(c, a, b) for a in adds for b in drops)
-            if pairs:
-                f[c_conflict] = 1.0
-            elif far:
-                f[c_far] = 1.0
-            if adds or drops:
-                kind = "conflict" if (pairs or far) else ("adds" if adds else "drops")
-                a_set = {a for a, _ in pairs} or adds
-                d_set = {b for _, b in pairs} or drops
-                if a_set:
-                    cspan, ctext = claim_span(min(cl_pos[(c, x)] for x in a_set))
-                else:
-                    cspan, ctext = None, ""
-                ev, et = ev_span(frozenset(f"L:{c}:{x}" for x in d_set).__contains__) if d_set else (None, "")
-                diffs.append(Difference(c, kind, cspan, ctext, ev, et,
-                                        "/".join([",".join(sorted(a_set)), ",".join(sorted(d_set))])))
-        strength = float(f[_COL["align.recall.v1"]])
-        return ClaimEvidence(start, end, output[start:end], unit, strength, np.array(f, dtype=np.float64), diffs)
+
+def _ev_span(idx, reading, u, key_pred):
+    """(chunk, start, end) and text of the evidence items of ``reading`` (unit ``u``) matching ``key_pred``."""
+    if reading is None:
+        return None, ""
+    sp = [s for k, s in zip(reading.keys, reading.spans) if key_pred(k)]
+    if not sp:
+        return None, ""
+    text = idx.chunks[u[0]]
+    return (u[0], sp[0][0], sp[0][1]), " / ".join(dict.fromkeys([text[a:b] for a, b in sp[:4]]))
+
+
+def _claim_span(r, output: str, i: int) -> tuple:
+    """``((start, end), text)`` of item ``i`` of the claim's reading ``r``."""
+    a, b = r.spans[i]
+    return (a, b), output[a:b]
+
+
+def _any_in(keys, container) -> bool:
+    """Whether one of ``keys`` is in ``container``."""
+    for k in keys:
+        if k in container:
+            return True
+    return False
+
+
+def _all_negated(negated, units) -> bool:
+    """Whether every one of ``units`` is negated."""
+    for u in units:
+        if not negated[u]:
+            return False
+    return True
+
+
+def _stands_in(ev_keys, j1: int, j2: int, claim_alias) -> bool:
+    """Whether ``ev_keys[j1:j2]`` holds a word or name the claim lacks."""
+    for j in range(j1, j2):
+        if ev_keys[j][0] in "wn" and ev_keys[j] not in claim_alias:
+            return True
+    return False
+
+
+def _same_value(kk: str, kind, claim_alias) -> bool:
+    """Whether ``kk`` is a value of ``kind`` the claim lacks."""
+    return kk[0] == "v" and value_kind(kk[2:]) == kind and kk not in claim_alias
+
+
+def _word_in(hits, kk: str) -> bool:
+    """Whether ``kk`` is the word key of one of the stems ``hits``."""
+    return kk[2:] in hits and kk[0] == "w"
+
+
+def _reversed_pairs(nv: list) -> int:
+    """How many pairs of ``(claim position, evidence position)`` are in opposite orders."""
+    rev = 0
+    for x in range(len(nv)):
+        for y in range(x + 1, len(nv)):
+            if (nv[x][0] - nv[y][0]) * (nv[x][1] - nv[y][1]) < 0:
+                rev += 1
+    return rev
+
+
+def _any_exclusive(lex, c, adds, drops) -> bool:
+    """Whether a sense of ``adds`` and one of ``drops`` exclude each other in logic class ``c``."""
+    for a in adds:
+        for b in drops:
+            if lex.exclusive(c, a, b):
+                return True
+    return False
 
 
 def _query_keys(query: str) -> frozenset:

@@ -112,6 +112,14 @@ def _negators_before(negators_ending: dict, i: int) -> list:
     return sorted(x for j2 in range(i - 2, i + 1) for x in negators_ending.get(j2, ()))
 
 
+def _any_consumed(negators: list, consumed: set) -> bool:
+    """Whether one of ``negators`` (``(order, first token)``) has turned a scalar word already."""
+    for _, i2 in negators:
+        if i2 in consumed:
+            return True
+    return False
+
+
 def read_span(text: str, start: int = 0, end: int | None = None, words=None) -> SpanReading:
     """Read ``text[start:end]`` (offsets of the result are into ``text``).
 
@@ -185,7 +193,7 @@ def read_span(text: str, start: int = 0, end: int | None = None, words=None) -> 
                 continue
             if cls == "polarity" and i in consumed:
                 continue
-            if scalar and consumed and any(i2 in consumed for _, i2 in _negators_before(negators_ending, i)):
+            if scalar and consumed and _any_consumed(_negators_before(negators_ending, i), consumed):
                 sense = _NEGATED_SENSE[(cls, sense)]
             items.append((i, f"L:{cls}:{sense}", toks[i][0], toks[j - 1][1]))
             if cls == "polarity":
