@@ -230,20 +230,20 @@ def read_values(text: str, *, words=None, numbers=None) -> list[Value]:
     nums = []  # (tok_i, tok_j, value float or None, key of the plain number)
     taken = [False] * n
     for m in _CLOCK_RE.finditer(text) if ":" in text else ():  # (a clock time has two colons)
-        i = by_start.get(m.start())
-        if i is None:
+        i = by_start.get(m.start(), -1)
+        if i < 0:
             continue
         j = i
         while j < n and toks[j][0] < m.end():
             taken[j] = True
             j += 1
-        nums.append((i, j, None, "clock:" + ":".join(str(int(g)) for g in m.groups()), "clock"))
+        nums.append((i, j, None, "clock:" + ":".join([str(int(g)) for g in m.groups()]), "clock"))
     for m in extract_numbers(text) if numbers is None else numbers:
         first = bisect_left(starts, m.start)  # the tokens starting inside the mention: first .. past - 1
         if any(taken[first:bisect_left(starts, m.end)]):
             continue
-        i = by_start.get(m.start)
-        if i is None:
+        i = by_start.get(m.start, -1)
+        if i < 0:
             # the mention starts with a currency sign or inside a token
             if first == n:
                 continue

@@ -1,5 +1,7 @@
 # Types for the compiled build of _checks.py (an "augmenting" .pxd: Cython reads it beside the .py source;
 # the pure-Python path never sees it).  Only C types that cannot change what the Python source computes.
+# A text from outside (an answer, a passage, a query) is never typed str: Cython's str accepts no subclass, and
+# LangChain's message text is one (tests/test_text.py); what the code slices from it is a plain str.
 cimport cython
 
 cdef class _Item:
@@ -41,7 +43,7 @@ cpdef bint _words_follow(list toks, Py_ssize_t j, tuple words)
 @cython.locals(n=Py_ssize_t, near_lo=Py_ssize_t, lo_j=Py_ssize_t, hi_j=Py_ssize_t, j=Py_ssize_t, k=Py_ssize_t,
                a=Py_ssize_t, b=Py_ssize_t, bb=Py_ssize_t, w=str, low=str, items=list, taken=set, covered=set,
                starts=list, century=bint, clock=bint)
-cpdef _segment_items(str text, Py_ssize_t start, Py_ssize_t end, bint first, Py_ssize_t chunk=*, Py_ssize_t seg=*,
+cpdef _segment_items(text, Py_ssize_t start, Py_ssize_t end, bint first, Py_ssize_t chunk=*, Py_ssize_t seg=*,
                      bint field=*, neg_stems=*, toks=*, neg_pos=*, Py_ssize_t unit_start=*, words=*)
 
 
@@ -77,16 +79,16 @@ cdef class EvidenceUnits:
 
 
 @cython.locals(n=Py_ssize_t, k=Py_ssize_t, out=list)
-cpdef list _clause_breaks(str text, list toks)
+cpdef list _clause_breaks(text, list toks)
 
 
 @cython.locals(n=Py_ssize_t, k=Py_ssize_t, i=Py_ssize_t, clause=Py_ssize_t, neg_pos=set, breaks=list, low=str,
                t=tuple)
-cpdef set _negations(str text, list toks)
+cpdef set _negations(text, list toks)
 
 
 @cython.locals(out=dict, clause=list, breaks=list, i=Py_ssize_t, t=tuple)
-cpdef dict _clause_marked(str text, list toks)
+cpdef dict _clause_marked(text, list toks)
 
 
 cpdef bint _inside(list found, Py_ssize_t start)
@@ -94,4 +96,4 @@ cpdef bint _inside(list found, Py_ssize_t start)
 
 @cython.locals(n=Py_ssize_t, i=Py_ssize_t, s=Py_ssize_t, e=Py_ssize_t, a=Py_ssize_t, b=Py_ssize_t, left=Py_ssize_t,
                k=Py_ssize_t, items=list, found=list, seen=set)
-cpdef tuple claim_checks(str output, sentences, EvidenceUnits ev, str query=*, claim_spans=*, units=*, words=*)
+cpdef tuple claim_checks(output, sentences, EvidenceUnits ev, query=*, claim_spans=*, units=*, words=*)

@@ -125,7 +125,13 @@ def _is_special(word: str) -> bool:
     core = word.strip(".'\u2019")
     if len(core) >= 2 and core.isupper():
         return True
-    return any(c.isupper() for c in core[1:]) or (any(c.isdigit() for c in core) and any(c.isalpha() for c in core))
+    digit = alpha = False
+    for i, c in enumerate(core):
+        if i and c.isupper():
+            return True
+        digit = digit or c.isdigit()
+        alpha = alpha or c.isalpha()
+    return digit and alpha
 
 
 _WORD_RUN_RE = re.compile(r"\w+")
@@ -183,59 +189,69 @@ class RegexEntityExtractor:
         return [self.extract(t) for t in texts]
 
     def _extract_sentence(self, text: str, s_start: int, s_end: int, lower_words) -> list[Entity]:
-        ents: list[Entity] = []
-        # a run is at the sentence start when only opening quotes, brackets, bullets or spaces precede it
-        first_visible = _OPENERS_RUN_RE.match(text, s_start, s_end).end()
-        for m in _RUN_RE.finditer(text, s_start, s_end):
-            # a run is capitalised by its position at the sentence start, after a colon, a bracket, a line
-            # break or a list number ("Note: Keep", "2. Preheat")
-            at_start = m.start() <= first_visible or _AFTER_POSITIONAL.search(
-                text, max(s_start, m.start() - 4), m.start()) is not None
-            group = m.group()
-            if " " not in group and "\t" not in group:  # fast path: one word
-                low = group.lower().rstrip(".")  # "closed on Mondays." (a run may keep an abbreviation's dot)
-                if low in _TEXT_PARTS or low in _CALENDAR or (at_start and not _is_special(group)):
-                    continue
-                words = [(m.start(), m.end(), group)]
-            else:
-                words = [(w.start(), w.end(), w.group()) for w in _WORD_RE.finditer(text, m.start(), m.end())]
-            pieces = _split_and(words) if " and " in group or "&" in group else [words]
-            for p_i, piece in enumerate(pieces):
-                ent = self._entity(lower_words, piece, at_start and p_i == 0)
-                if ent is not None:
-                    ents.append(ent)
-        return ents
+        return _sentence_entities(text, s_start, s_end, lower_words)
 
     @staticmethod
     def _entity(lower_words, words, at_start: bool):
-        """The entity of one run of words (leading determiners and stop words, trailing connectors trimmed)."""
-        lo, hi = 0, len(words)
-        while lo < hi and (words[lo][2].lower() in _LEADING_DROP or words[lo][2].lower() in STOP_WORDS):
-            lo += 1
-            at_start = False
-        while hi > lo and words[hi - 1][2].lower() in _CONNECTORS:
-            hi -= 1
-        words = words[lo:hi]
-        if at_start and len(words) > 1 and not _is_special(words[0][2]) and (
-                words[0][2].lower() in _SENTENCE_OPENERS or lower_words(words[0][2].lower())):
-            words = words[1:]  # "Yesterday Paris": the first word is capitalised by its position
-            at_start = False
-            while words and (words[0][2].lower() in _CONNECTORS or words[0][2].lower() in STOP_WORDS):
-                words = words[1:]
-        if not words:
-            return None
-        if len(words) == 1:
-            w = words[0][2]
-            if w == "I" or w.lower().strip(".'\u2019") in STOP_WORDS or w.lower() in _TEXT_PARTS \
-                    or w.lower().rstrip(".") in _CALENDAR:
-                return None
-            if at_start and not _is_special(w):
-                return None
-        start, end = words[0][0], words[-1][1]
-        trimmed = _POSSESSIVE_RE.sub("", lower_words.text[start:end]).rstrip(".-&")
-        if trimmed:
-            return Entity(start, start + len(trimmed), trimmed, "ENT")
+        return _run_entity(lower_words, words, at_start)
+
+
+def _sentence_entities(text: str, s_start: int, s_end: int, lower_words) -> list:
+    """The entities of the sentence ``text[s_start:s_end]`` (a module function, so that the compiled module can
+    type it: ``_entities.pxd``)."""
+    ents: list[Entity] = []
+    # a run is at the sentence start when only opening quotes, brackets, bullets or spaces precede it
+    first_visible = _OPENERS_RUN_RE.match(text, s_start, s_end).end()
+    for m in _RUN_RE.finditer(text, s_start, s_end):
+        # a run is capitalised by its position at the sentence start, after a colon, a bracket, a line
+        # break or a list number ("Note: Keep", "2. Preheat")
+        at_start = m.start() <= first_visible or _AFTER_POSITIONAL.search(
+            text, max(s_start, m.start() - 4), m.start()) is not None
+        group = m.group()
+        if " " not in group and "\t" not in group:  # fast path: one word
+            low = group.lower().rstrip(".")  # "closed on Mondays." (a run may keep an abbreviation's dot)
+            if low in _TEXT_PARTS or low in _CALENDAR or (at_start and not _is_special(group)):
+                continue
+            words = [(m.start(), m.end(), group)]
+        else:
+            words = [(w.start(), w.end(), w.group()) for w in _WORD_RE.finditer(text, m.start(), m.end())]
+        pieces = _split_and(words) if " and " in group or "&" in group else [words]
+        for p_i, piece in enumerate(pieces):
+            ent = _run_entity(lower_words, piece, at_start and p_i == 0)
+            if ent is not None:
+                ents.append(ent)
+    return ents
+
+
+def _run_entity(lower_words, words, at_start: bool):
+    """The entity of one run of words (leading determiners and stop words, trailing connectors trimmed)."""
+    lo, hi = 0, len(words)
+    while lo < hi and (words[lo][2].lower() in _LEADING_DROP or words[lo][2].lower() in STOP_WORDS):
+        lo += 1
+        at_start = False
+    while hi > lo and words[hi - 1][2].lower() in _CONNECTORS:
+        hi -= 1
+    words = words[lo:hi]
+    if at_start and len(words) > 1 and not _is_special(words[0][2]) and (
+            words[0][2].lower() in _SENTENCE_OPENERS or lower_words(words[0][2].lower())):
+        words = words[1:]  # "Yesterday Paris": the first word is capitalised by its position
+        at_start = False
+        while words and (words[0][2].lower() in _CONNECTORS or words[0][2].lower() in STOP_WORDS):
+            words = words[1:]
+    if not words:
         return None
+    if len(words) == 1:
+        w = words[0][2]
+        if w == "I" or w.lower().strip(".'\u2019") in STOP_WORDS or w.lower() in _TEXT_PARTS \
+                or w.lower().rstrip(".") in _CALENDAR:
+            return None
+        if at_start and not _is_special(w):
+            return None
+    start, end = words[0][0], words[-1][1]
+    trimmed = _POSSESSIVE_RE.sub("", lower_words.text[start:end]).rstrip(".-&")
+    if trimmed:
+        return Entity(start, start + len(trimmed), trimmed, "ENT")
+    return None
 
 
 _NLP_CACHE: dict = {}
