@@ -55,6 +55,10 @@ cdef class EvidenceUnits:
     cdef public dict postings, words
     cdef public bint large
 
+    @cython.locals(postings=dict, words=dict, lower=set, cs=dict, field=bint, seg=Py_ssize_t, s=Py_ssize_t,
+                   e=Py_ssize_t, seen=set, lows=set, low=str, toks=list)
+    cpdef _index_sentences(self)
+
     cpdef list tokens(self, Py_ssize_t seg)
 
     cpdef negated(self, Py_ssize_t seg)
@@ -65,6 +69,9 @@ cdef class EvidenceUnits:
     cpdef frozenset seg_stems(self, Py_ssize_t seg)
 
     cpdef frozenset seg_values(self, Py_ssize_t seg)
+
+    @cython.locals(postings=dict, fields=list, counts=dict)
+    cpdef list _sentences_small(self, stems)
 
     @cython.locals(counts=dict, it=_Item, shared=Py_ssize_t, j=Py_ssize_t, keys=list, found=list)
     cpdef dict candidates(self, _Item item, segs=*)
@@ -97,3 +104,7 @@ cpdef bint _inside(list found, Py_ssize_t start)
 @cython.locals(n=Py_ssize_t, i=Py_ssize_t, s=Py_ssize_t, e=Py_ssize_t, a=Py_ssize_t, b=Py_ssize_t, left=Py_ssize_t,
                k=Py_ssize_t, items=list, found=list, seen=set)
 cpdef tuple claim_checks(output, sentences, EvidenceUnits ev, query=*, claim_spans=*, units=*, words=*)
+
+
+@cython.locals(cs=dict, toks=list, a=Py_ssize_t, b=Py_ssize_t, low=str)
+cpdef list _tokens(text, Py_ssize_t start, Py_ssize_t end, words=*)

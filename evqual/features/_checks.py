@@ -913,13 +913,26 @@ class EvidenceUnits:
                     w.text is not t and w.text != t for w, t in zip(words, self.chunk_texts)):
                 raise ValueError("EvidenceUnits: words must hold one TextWords of each chunk text, in order")
             self.chunk_texts = [w.text for w in words]
-        self.chunk_words = chunk_words = words
+        self.chunk_words = words
         self.spans: list = []
         self.fields: list = []
         self.neg_stems: set = set()
         self._toks: dict = {}
         self._neg: dict = {}
         self._record = None
+        self._index_sentences()
+        self._stem_pos: dict = {}
+        self._name_items: dict = {}
+        self._seg_items: dict = {}
+        self._values: dict = {}
+        self._stems: dict = {}
+        self._pred_items: dict = {}
+        self._marked: dict = {}
+
+    def _index_sentences(self):
+        """Cut the context into evidence sentences and index their words (:attr:`postings`, :attr:`words`,
+        :attr:`lower`, :attr:`neg_stems`); a method, so that the compiled module can type it (``_checks.pxd``)."""
+        chunk_words = self.chunk_words
         postings: dict = {}
         words: dict = {}
         lower: set = set()
@@ -950,7 +963,7 @@ class EvidenceUnits:
                         postings.setdefault("#" + low, set()).add(seg)  # a value, for sentences_for
                 if not lows.isdisjoint(_NEG_CUES) or "free" in lows or "rather" in lows or "instead" in lows:
                     toks = self.tokens(seg)
-                    self.neg_stems.update(toks[j][4] for j in self.negated(seg) if j)
+                    self.neg_stems.update([toks[j][4] for j in self.negated(seg) if j])
         self.large = len(self.spans) > LARGE_CONTEXT or sum(map(len, self.chunk_texts)) > LARGE_CONTEXT_CHARS
         """Whether the work per claim is bounded (:meth:`sentences_for`)."""
         if not self.large:
@@ -963,17 +976,10 @@ class EvidenceUnits:
                     index[k] = tuple(v)
         self.postings = postings
         """Stem -> evidence sentences holding it (a tuple, or a set in a :attr:`large` context)."""
-        self._stem_pos: dict = {}
-        self._name_items: dict = {}
         self.words = words
         """Lower-case word -> evidence sentences holding it (as :attr:`postings`)."""
         self.lower = lower
         """Words the context writes in lower case somewhere: a capitalised one of them is not a name."""
-        self._seg_items: dict = {}
-        self._values: dict = {}
-        self._stems: dict = {}
-        self._pred_items: dict = {}
-        self._marked: dict = {}
 
     @property
     def record(self) -> tuple:
@@ -1058,13 +1064,9 @@ class EvidenceUnits:
         a rarer stem found (the first stem excepted), and the :data:`MAX_CANDIDATES` sentences sharing
         the most (IDF-weighted) stems are kept.  Smaller contexts (every RAGTruth context) are read
         whole, exactly as before."""
-        postings = self.postings
         if not self.large:
-            counts: dict = {}
-            for st in stems:
-                for seg in postings.get(st, ()):
-                    counts[seg] = counts.get(seg, 0) + 1
-            return sorted(seg for seg, c in counts.items() if c >= MIN_SLOT or self.fields[seg])
+            return self._sentences_small(stems)
+        postings = self.postings
         n = len(self.spans)
         # the claim's rarest stems place it (a claim of hundreds of words, a run-on text cut at
         # MAX_SENTENCE_CHARS, would otherwise make every call walk hundreds of posting lists)
@@ -1087,6 +1089,16 @@ class EvidenceUnits:
         if len(keep) > MAX_CANDIDATES:
             keep = sorted(keep, key=lambda seg: (-weights[seg], seg))[:MAX_CANDIDATES]
         return sorted(keep)
+
+    def _sentences_small(self, stems) -> list:
+        """:meth:`sentences_for` in a context that is not :attr:`large`: every sentence sharing the stems."""
+        postings = self.postings
+        fields = self.fields
+        counts: dict = {}
+        for st in stems:
+            for seg in postings.get(st, ()):
+                counts[seg] = counts.get(seg, 0) + 1
+        return sorted([seg for seg, c in counts.items() if c >= MIN_SLOT or fields[seg]])
 
     def candidates(self, item, segs=None) -> dict:
         """Evidence items of ``item``'s class sharing slot stems with it (in ``segs``): item -> shared count."""

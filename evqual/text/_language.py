@@ -124,6 +124,16 @@ def _count(pattern: re.Pattern, text: str) -> int:
     return len(pattern.findall(text))
 
 
+_LANGUAGE_ORDER = {lang: i for i, lang in enumerate(FUNCTION_WORDS)}
+
+
+def _language_rank(counts: dict):
+    """The key that ranks languages by their count, the first listed first on a tie."""
+    def rank(lang):
+        return counts[lang], -_LANGUAGE_ORDER[lang]
+    return rank
+
+
 def language_signal(text: str) -> dict:
     """The measurements :func:`language_warning` decides on (linear in the text's length).
 
@@ -144,7 +154,13 @@ def language_signal(text: str) -> dict:
     text = text if isinstance(text, str) else str(text)
     # ASCII text (most answers; str knows it without a pass): every letter is Latin, none has a diacritic
     ascii_text = text.isascii()
-    letters = len(_NOT_LETTER.sub("", text))
+    if ascii_text:
+        # lower-casing ASCII keeps every character a letter or not, so the words (maximal runs of letters) hold
+        # every letter once: their lengths add up to the letters (one pass of the text instead of two)
+        words = _WORD.findall(text.lower())
+        letters = sum(map(len, words))
+    else:
+        letters = len(_NOT_LETTER.sub("", text))
     latin = letters if ascii_text else len(_NOT_LATIN.sub("", text))
     non_latin = letters - latin
     scripts = {}
@@ -153,16 +169,21 @@ def language_signal(text: str) -> dict:
             n = _count(pat, text)
             if n:
                 scripts[name] = n
-    words = _WORD.findall(text.lower()) if ascii_text else [w for w in _WORD.findall(text.lower()) if _LATIN.match(w)]
+    if not ascii_text:
+        words = [w for w in _WORD.findall(text.lower()) if _LATIN.match(w)]
     n = len(words)
-    english = sum(1 for w in words if w in _ENGLISH)
+    english = 0
+    counts = {lang: 0 for lang in FUNCTION_WORDS}
+    languages_of = _LANGUAGES_OF
+    for w in words:
+        if w in _ENGLISH:
+            english += 1
+        else:  # (no function word of another language is English: FUNCTION_WORDS leaves English's out)
+            for lang in languages_of.get(w, ()):
+                counts[lang] += 1
     best, best_hits = None, 0
     if n:
-        counts = {lang: 0 for lang in FUNCTION_WORDS}
-        for w in words:
-            for lang in _LANGUAGES_OF.get(w, ()):
-                counts[lang] += 1
-        best = max(counts, key=lambda k: (counts[k], -list(FUNCTION_WORDS).index(k)))
+        best = max(counts, key=_language_rank(counts))
         best_hits = counts[best]
     return {"letters": letters, "non_latin_share": non_latin / letters if letters else 0.0,
             "diacritic_share": (0 if ascii_text else len(_NOT_DIACRITIC.sub("", text))) / letters if letters else 0.0,
