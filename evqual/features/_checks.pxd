@@ -63,7 +63,7 @@ cdef class EvidenceUnits:
 
     cpdef negated(self, Py_ssize_t seg)
 
-    @cython.locals(k=Py_ssize_t, toks=list, text=str, items=list, index=dict, it=_Item)
+    @cython.locals(k=Py_ssize_t, toks=list, items=list, index=dict, it=_Item, by_stem=dict)
     cpdef tuple segment_items(self, Py_ssize_t seg)
 
     cpdef frozenset seg_stems(self, Py_ssize_t seg)
@@ -73,7 +73,7 @@ cdef class EvidenceUnits:
     @cython.locals(postings=dict, fields=list, counts=dict)
     cpdef list _sentences_small(self, stems)
 
-    @cython.locals(counts=dict, it=_Item, shared=Py_ssize_t, j=Py_ssize_t, keys=list, found=list)
+    @cython.locals(counts=dict, it=_Item, shared=Py_ssize_t, j=Py_ssize_t, stems=list, found=list, by_stem=dict)
     cpdef dict candidates(self, _Item item, segs=*)
 
     @cython.locals(got=dict, j=Py_ssize_t)

@@ -1008,7 +1008,8 @@ class EvidenceUnits:
         return got
 
     def segment_items(self, seg: int) -> tuple:
-        """``(items, index)`` of evidence sentence ``seg``: its items and ``(class, stem) -> items``."""
+        """``(items, index)`` of evidence sentence ``seg``: its items and ``class -> stem -> items`` (two lookups of
+        strings, whose hashes are kept, instead of one of a tuple made and hashed for each)."""
         got = self._seg_items.get(seg)
         if got is not None:
             return got
@@ -1031,8 +1032,11 @@ class EvidenceUnits:
                 it.near = frozenset()
                 if it.cls == "number" and it.info[1] is None and label_unit is not None and it.info[0] != "time":
                     it.info = (it.info[0], label_unit) + it.info[2:]
+            by_stem = index.get(it.cls)
+            if by_stem is None:
+                by_stem = index[it.cls] = {}
             for st in it.slot:
-                index.setdefault((it.cls, st), []).append(it)
+                by_stem.setdefault(st, []).append(it)
         got = self._seg_items[seg] = (items, index)
         return got
 
@@ -1125,11 +1129,14 @@ class EvidenceUnits:
         if segs is None:
             segs = self.sentences_for(item.slot)
         # the candidates' order may pick one: never a set's order (a process's hash seed)
-        keys = [(cls, st) for st in sorted(item.slot)]
+        stems = sorted(item.slot)
         for seg in segs:
-            get = self.segment_items(seg)[1].get
-            for key in keys:
-                found = get(key)
+            by_stem = self.segment_items(seg)[1].get(cls)
+            if by_stem is None:
+                continue  # no item of the class in that sentence
+            get = by_stem.get
+            for st in stems:
+                found = get(st)
                 if found:
                     for it in found:
                         counts[it] = counts.get(it, 0) + 1
