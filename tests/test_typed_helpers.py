@@ -59,38 +59,3 @@ def test_reversed_pairs(nv):
 @given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), max_size=5), st.sets(st.integers(0, 5)))
 def test_any_consumed(negators, consumed):
     assert _reading._any_consumed(negators, consumed) == any(i2 in consumed for _, i2 in negators)
-
-
-
-def _language_signal_before(text):
-    """language_signal's letters, words, English share and other language as session 9 computed them."""
-    from evqual.text._language import _ENGLISH, _LANGUAGES_OF, _LATIN, _NOT_LETTER, _WORD, FUNCTION_WORDS
-
-    ascii_text = text.isascii()
-    letters = len(_NOT_LETTER.sub("", text))
-    words = _WORD.findall(text.lower()) if ascii_text else [w for w in _WORD.findall(text.lower()) if _LATIN.match(w)]
-    n = len(words)
-    english = sum(1 for w in words if w in _ENGLISH)
-    best, best_hits = None, 0
-    if n:
-        counts = {lang: 0 for lang in FUNCTION_WORDS}
-        for w in words:
-            for lang in _LANGUAGES_OF.get(w, ()):
-                counts[lang] += 1
-        best = max(counts, key=lambda k: (counts[k], -list(FUNCTION_WORDS).index(k)))
-        best_hits = counts[best]
-    return letters, n, english, best if best_hits else None, best_hits
-
-
-_LANGUAGE_WORDS = st.sampled_from(["the", "of", "und", "der", "est", "les", "y", "que", "muy", "É", "été", "İ",
-                                   "42", "x_y", "Ω", "straße", "ﬁ", " ", ". ", "\n", "-"])
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.one_of(st.text(_CHARS, max_size=40), st.lists(_LANGUAGE_WORDS, max_size=30).map(" ".join)))
-def test_language_signal_counts_as_before(text):
-    from evqual.text import language_signal
-
-    s = language_signal(text)
-    assert (s["letters"], s["words"], round(s["english_share"] * s["words"]), s["other_language"],
-            s["other_hits"]) == _language_signal_before(text)
