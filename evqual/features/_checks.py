@@ -808,8 +808,8 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
         approx = _low_before(toks, lo_j, _APPROX)
         period = _period_after(text, toks, hi_j, n, b) if kind not in ("time", "year", "century") else None
         trend = _trend(toks, lo_j, hi_j, n) if kind not in ("time", "year", "century") else None
-        items.append(_Item("number", key, (kind, unit, approx, period, trend), _slot(toks, 0, n, lo_j, hi_j, True, near_lo), a, b,
-                           text[a:b], chunk, field, seg, lo_j))
+        items.append(_Item("number", key, (kind, unit, approx, period, trend),
+                           _slot(toks, 0, n, lo_j, hi_j, True, near_lo), a, b, text[a:b], chunk, field, seg, lo_j))
     covered = set()
     title = None  # whether the segment is a headline in title case (made on the first capital)
     for j, (a, b, w, low, st) in enumerate(toks):
@@ -835,8 +835,8 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
         if low in _MONTHS or low in _WEEKDAYS or (
                 low in ("may", "march") and w[0].isupper() and j > 0
                 and ((toks[j - 1][3][:1].isdigit()) or (j + 1 < n and toks[j + 1][3][:1].isdigit()))):
-            items.append(_Item("date", low, "weekday" if low in _WEEKDAYS else "month", _slot(toks, 0, n, j, j + 1, True, near_lo),
-                               a, b, w, chunk, field, seg, j))
+            items.append(_Item("date", low, "weekday" if low in _WEEKDAYS else "month",
+                               _slot(toks, 0, n, j, j + 1, True, near_lo), a, b, w, chunk, field, seg, j))
             continue
         if w[:1].isupper() and st is not None and low not in _NOT_NAMES:
             # a word capitalised by its position is kept as a *positional* name: a name only where the
@@ -847,7 +847,8 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
                     title = _title_case(toks)
                 if title:
                     pos = "pos"  # "Judge Halts Border Agents Removing Wire": every word is capitalised
-            items.append(_Item("name", low, pos, _slot(toks, 0, n, j, j + 1, True, near_lo), a, b, w, chunk, field, seg, j))
+            items.append(_Item("name", low, pos, _slot(toks, 0, n, j, j + 1, True, near_lo), a, b, w, chunk, field,
+                               seg, j))
         if low in _BOUND_FIRST and j not in covered:
             for words, val in _BOUND_FIRST[low]:
                 k = j + len(words)
@@ -860,30 +861,31 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
                     if bound_of is None and low in _BARE_BOUNDS:
                         break
                     bb = toks[k - 1][1]
-                    items.append(_Item("scope", ("bound", val), bound_of, _slot(toks, 0, n, j, k, True, near_lo), a, bb,
-                                       text[a:bb], chunk, field, seg, j))
+                    items.append(_Item("scope", ("bound", val), bound_of, _slot(toks, 0, n, j, k, True, near_lo),
+                                       a, bb, text[a:bb], chunk, field, seg, j))
                     break
         if low == "between" and j + 3 < n and toks[j + 2][3] == "and":
             lo_v, hi_v = _bound_value(toks, j + 1, n), _bound_value(toks, j + 3, n)
             if lo_v is not None and hi_v is not None:  # "between 12 and 18": at least 12, at most 18
                 bb = toks[j + 3][1]
                 for val, v in (("min", lo_v), ("max", hi_v)):
-                    items.append(_Item("scope", ("bound", val), v, _slot(toks, 0, n, j, j + 4, True, near_lo), a, bb,
-                                       text[a:bb], chunk, field, seg, j))
+                    items.append(_Item("scope", ("bound", val), v, _slot(toks, 0, n, j, j + 4, True, near_lo),
+                                       a, bb, text[a:bb], chunk, field, seg, j))
         if low in _SCOPE_OF and j not in covered:
             dim, val = _SCOPE_OF[low]
             if not (low in ("may", "can") and j == 0) and not (j and toks[j - 1][3] in _NEG_CUES):
-                items.append(_Item("scope", (dim, val), low, _slot(toks, 0, n, j, j + 1, True, near_lo), a, b, w, chunk, field,
-                                   seg, j))
+                items.append(_Item("scope", (dim, val), low, _slot(toks, 0, n, j, j + 1, True, near_lo), a, b, w,
+                                   chunk, field, seg, j))
         if low in _HAS_ANTONYM:
-            items.append(_Item("word", low, None, _slot(toks, 0, n, j, j + 1, True, near_lo), a, b, w, chunk, field, seg, j))
+            items.append(_Item("word", low, None, _slot(toks, 0, n, j, j + 1, True, near_lo), a, b, w, chunk, field,
+                               seg, j))
         if neg_stems is not None and st is not None and j > 0 and not w[:1].isupper():
             neg = j in neg_pos
             if neg or st in neg_stems:
                 if marked is None:
                     marked = _clause_marked(text, toks)
-                items.append(_Item("pred", st, (neg, marked.get(j)), _slot(toks, 0, n, j, j + 1, True, near_lo), a, b, w, chunk,
-                                   field, seg, j))
+                items.append(_Item("pred", st, (neg, marked.get(j)), _slot(toks, 0, n, j, j + 1, True, near_lo),
+                                   a, b, w, chunk, field, seg, j))
     return items, toks, neg_pos
 
 
