@@ -19,7 +19,7 @@ cpdef _read_claim(output, Py_ssize_t start, Py_ssize_t end, idx, query_keys, wor
 cpdef bint _stands_in(tuple ev_keys, Py_ssize_t j1, Py_ssize_t j2, claim_alias)
 
 
-@cython.locals(x=Py_ssize_t, y=Py_ssize_t, n=Py_ssize_t, rev=Py_ssize_t)
+@cython.locals(x=Py_ssize_t, y=Py_ssize_t, rev=Py_ssize_t)
 cpdef Py_ssize_t _reversed_pairs(list nv)
 
 

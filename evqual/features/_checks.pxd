@@ -13,7 +13,7 @@ cdef class _Item:
     cdef public object field
 
 
-@cython.locals(out=list, near=list, n=Py_ssize_t, j=Py_ssize_t, t=tuple)
+@cython.locals(out=list, near=list, n=Py_ssize_t, j=Py_ssize_t)
 cpdef tuple _slot(list toks, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t skip_lo, Py_ssize_t skip_hi, bint names=*,
                   Py_ssize_t near_lo=*)
 

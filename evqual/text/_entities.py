@@ -182,18 +182,11 @@ class RegexEntityExtractor:
         out: list[Entity] = []
         lower_words = _LowerWords(text)
         for s_start, s_end in split_sentences(text):
-            out.extend(self._extract_sentence(text, s_start, s_end, lower_words))
+            out.extend(_sentence_entities(text, s_start, s_end, lower_words))
         return out
 
     def extract_batch(self, texts) -> list[list[Entity]]:
         return [self.extract(t) for t in texts]
-
-    def _extract_sentence(self, text: str, s_start: int, s_end: int, lower_words) -> list[Entity]:
-        return _sentence_entities(text, s_start, s_end, lower_words)
-
-    @staticmethod
-    def _entity(lower_words, words, at_start: bool):
-        return _run_entity(lower_words, words, at_start)
 
 
 def _sentence_entities(text: str, s_start: int, s_end: int, lower_words) -> list:
