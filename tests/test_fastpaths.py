@@ -131,6 +131,24 @@ def test_number_gate_skips_only_texts_without_numbers(text):
     assert not _numbers._TIME_RE.search(text) or flags & 2
 
 
+_NUMBER_ALPHABET = "0123456789\u0663\u00b2 .,$\u20ac\u00a3\u00a5%\n\u00a0_:aAbmkMptT"
+
+
+@given(st.one_of(_texts, st.text(alphabet=_NUMBER_ALPHABET, max_size=60),
+                 st.lists(st.sampled_from(["$", " ", ".", ",", "5", "12", "1,600", ".5", "percent", "million", "bn",
+                                           "x", "a", "\u20ac", "%", "\t", "7.", ",000"]), max_size=20).map("".join)))
+@example("$ .5 and \u20ac\u00a012 bn, x1 a.5 1,000,00 .7percent")
+@example("ab1 " + "word " * 40 + "$ 3")
+@settings(max_examples=600, deadline=None)
+def test_number_matches_near_digits_equal_finditer(text):
+    """The number pattern tried only up to _NUMBER_REACH characters before each digit (issue 41, session 11)
+    finds what finditer finds, match for match."""
+    from evqual.text import _numbers
+
+    got = [(m.span(), m.groupdict()) for m in _numbers._number_matches(text)]
+    assert got == [(m.span(), m.groupdict()) for m in _numbers._NUMBER_RE.finditer(text)]
+
+
 def test_read_values_shortcut_keeps_every_value_kind():
     # each of these is read from words alone, no digit: the shortcut must not drop them
     for text, key in [("twice a day", "rate:"), ("every other week", "rate:"), ("daily", "rate:"),
@@ -180,7 +198,7 @@ def test_warm_index_caches_read_as_a_fresh_engine(answers):
 
 
 def test_index_key_cache_is_bounded(monkeypatch):
-    monkeypatch.setattr(_engine.EvidenceIndex, "_PRESENT_MAX", 3)
+    monkeypatch.setattr(_engine, "_PRESENT_MAX", 3)
     idx = _engine.EvidenceIndex(_CONTEXT)
     for k in ["w:lake", "n:orva", "w:park", "w:bus", "n:aska", "v:num:$:12"]:
         units, array = idx.present(k)

@@ -59,3 +59,42 @@ def test_reversed_pairs(nv):
 @given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), max_size=5), st.sets(st.integers(0, 5)))
 def test_any_consumed(negators, consumed):
     assert _reading._any_consumed(negators, consumed) == any(i2 in consumed for _, i2 in negators)
+
+
+def _reference_match(first: dict, words: list) -> list:
+    """The logic lexicon's phrase matcher before session 11 (phrases compared as tuple slices)."""
+    out = []
+    n = len(words)
+    covered: dict = {}
+    for i, cands in enumerate(map(first.get, words)):
+        if not cands:
+            continue
+        best_len: dict = {}
+        for rest, cls, sense in cands:
+            k = 1 + len(rest)
+            if covered.get(cls, 0) > i or i + k > n:
+                continue
+            if best_len.get(cls, k) > k:
+                continue
+            if k == 1 or tuple(words[i + 1:i + k]) == rest:
+                best_len[cls] = k
+                out.append((i, i + k, cls, sense))
+        for cls, k in best_len.items():
+            covered[cls] = i + k
+    return out
+
+
+_LEXICON_WORDS = ["not", "no", "more", "than", "at", "least", "most", "in", "the", "past", "will", "never", "over",
+                  "under", "before", "after", "less", "only", "a", "x", "may", "must", "every", "day", "once"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_LEXICON_WORDS), max_size=30))
+def test_logic_phrases_are_matched_word_by_word_as_by_tuples(words):
+    """The shipped lexicon's matcher (issue 41, session 11: each phrase word compared in turn, no tuple made)
+    finds what the tuple comparison found, on the lexicon's own phrase words."""
+    from evqual.evidence import logic_lexicon
+
+    lex = logic_lexicon()
+    assert lex.match(words) == _reference_match(lex._first, words)
+    assert lex.match(tuple(words)) == _reference_match(lex._first, words)

@@ -6,13 +6,28 @@
 cimport cython
 
 
+cdef class EvidenceIndex:
+    cdef public list chunks, units, readings, unit_keys, numbers
+    cdef public dict postings, idf, _present, _unit_cache, _prefix_cache
+    cdef public object default_idf, negated
+
+    @cython.locals(found=set)
+    cpdef tuple present(self, key)
+
+    @cython.locals(pos=dict, j=Py_ssize_t, canon=list)
+    cpdef tuple unit_view(self, Py_ssize_t u)
+
+    @cython.locals(ev_words=set, stripped=set)
+    cpdef tuple prefix_view(self, Py_ssize_t u)
+
+
 @cython.locals(r=object, f=list, diffs=list, keys=tuple, first=dict, i=Py_ssize_t, k=str, items=list, w_list=list,
                n_units=Py_ssize_t, present=list, arrays=list, best=Py_ssize_t, second=Py_ssize_t, status_of=dict,
                counts=dict, run=Py_ssize_t, best_run=Py_ssize_t, nb=Py_ssize_t, ev_keys=tuple, block_of=dict,
                block_len=dict, i1=Py_ssize_t, i2=Py_ssize_t, j1=Py_ssize_t, j2=Py_ssize_t, j=Py_ssize_t,
                p=str, hits=list, shared=list, nv=list, st=str, n_kind=Py_ssize_t,
                c_st=Py_ssize_t, rev=Py_ssize_t, claim_alias=set)
-cpdef _read_claim(output, Py_ssize_t start, Py_ssize_t end, idx, query_keys, words=*)
+cpdef _read_claim(output, Py_ssize_t start, Py_ssize_t end, EvidenceIndex idx, query_keys, words=*)
 
 
 @cython.locals(j=Py_ssize_t)
@@ -29,3 +44,49 @@ cpdef tuple _logic_items(tuple keys, Py_ssize_t lo=*, Py_ssize_t hi=*)
 
 @cython.locals(i=Py_ssize_t, k=str, n=Py_ssize_t)
 cpdef _word_diffs(tuple keys, tuple spans, output, dict status_of, list diffs, Py_ssize_t cap=*)
+
+
+cdef dict _ALIASES, _CANON
+
+
+cpdef tuple _aliases(key)
+
+
+cpdef str _canon(key)
+
+
+@cython.locals(keep=list, i=Py_ssize_t, u=Py_ssize_t, n_post=Py_ssize_t)
+cpdef _unit_scores(Py_ssize_t n_units, list weights, list present, list arrays, skip)
+
+
+@cython.locals(n=Py_ssize_t, t=double, v=double, r0=double, r1=double, r2=double, r3=double, r4=double, r5=double,
+               r6=double, r7=double, stop=Py_ssize_t, i=Py_ssize_t)
+cpdef double _sum_as_numpy(list values)
+
+
+cpdef Py_ssize_t _first_best(scores)
+
+
+@cython.locals(top=double, second=double, x=double)
+cpdef double _runner_up(scores)
+
+
+@cython.locals(n=Py_ssize_t, x=double)
+cpdef Py_ssize_t _at_least(scores, double bar)
+
+
+cpdef tuple _ev_span(idx, reading, u, key_pred)
+
+
+@cython.locals(a=Py_ssize_t, b=Py_ssize_t)
+cpdef tuple _claim_span(r, output, Py_ssize_t i)
+
+
+cpdef bint _any_in(keys, container)
+
+
+cpdef bint _all_negated(negated, units)
+
+
+cpdef tuple _blocks(claim_keys, ev_keys, ev_canon=*, ev_ids=*)
+

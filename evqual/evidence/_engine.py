@@ -207,15 +207,28 @@ class Reading:
 # ------------------------------------------------------------------------------------------------ index
 
 
-@lru_cache(maxsize=1 << 16)
+_MEMO_MAX = 1 << 16
+"""Keys whose aliases and canonical form are memoised at most (a long-running service stays bounded)."""
+
+_ALIASES: dict = {}
+_CANON: dict = {}
+
+
 def _aliases(key: str) -> tuple:
     """A name also matches the same word written lower case, and the other way round (memoised: a pure
-    function of the key, asked for several times per item of every claim)."""
-    if key.startswith("n:"):
-        return (key, "w:" + stem(key[2:]))
-    if key.startswith("w:"):
-        return (key, "n:" + key[2:])
-    return (key,)
+    function of the key, asked for several times per item of every claim; a dict, not ``lru_cache``, whose
+    bookkeeping cost more than the function)."""
+    got = _ALIASES.get(key)
+    if got is None:
+        if key.startswith("n:"):
+            got = (key, "w:" + stem(key[2:]))
+        elif key.startswith("w:"):
+            got = (key, "n:" + key[2:])
+        else:
+            got = (key,)
+        if len(_ALIASES) < _MEMO_MAX:
+            _ALIASES[key] = got
+    return got
 
 
 _SCATTER_MIN = 256
@@ -240,7 +253,9 @@ def _unit_scores(n_units: int, weights: list, present: list, arrays: list, skip:
             for u in present[i]:
                 scores[u] += w
         return scores
-    n_post = sum(len(arrays[i]) for i in keep)
+    n_post = 0
+    for i in keep:
+        n_post += len(arrays[i])
     if n_post <= _SCATTER_MIN or not keep:
         scores = np.zeros(n_units)
         for i in keep:
@@ -296,16 +311,31 @@ def _first_best(scores) -> int:
 
 def _runner_up(scores) -> float:
     """The second highest score, ties counted (the smaller of numpy's top two by ``partition``)."""
-    if isinstance(scores, list):
-        return sorted(scores)[-2]  # (a sort in C: heapq.nlargest(2, ...) walks the list in Python)
+    if isinstance(scores, list):  # (one pass for the top two: what sorted(scores)[-2] gives)
+        top = second = -math.inf
+        for x in scores:
+            if x > top:
+                second = top
+                top = x
+            elif x > second:
+                second = x
+        return second
     return float(min(np.partition(scores, -2)[-2:]))
 
 
 def _at_least(scores, bar: float) -> int:
     """How many scores are ``bar`` or more."""
     if isinstance(scores, list):
-        return sum(1 for x in scores if x >= bar)
+        n = 0
+        for x in scores:
+            if x >= bar:
+                n += 1
+        return n
     return int((scores >= bar).sum())
+
+
+_PRESENT_MAX = 1 << 16
+"""Keys whose units an index keeps at most (a context kept for a stream of answers stays bounded)."""
 
 
 class EvidenceIndex:
@@ -375,9 +405,6 @@ class EvidenceIndex:
         self._unit_cache: dict = {}
         self._prefix_cache: dict = {}
 
-    _PRESENT_MAX = 1 << 16
-    """Keys whose units an index keeps at most (a context kept for a stream of answers stays bounded)."""
-
     def present(self, key: str) -> tuple:
         """``(frozenset, int array)`` of the units holding ``key`` or one of its aliases (the same units)."""
         entry = self._present.get(key)
@@ -386,7 +413,7 @@ class EvidenceIndex:
             for a in _aliases(key):
                 found.update(self.postings.get(a, ()))
             entry = (frozenset(found), np.fromiter(found, dtype=np.intp, count=len(found)))
-            if len(self._present) < self._PRESENT_MAX:
+            if len(self._present) < _PRESENT_MAX:
                 self._present[key] = entry
         return entry
 
@@ -885,11 +912,14 @@ def _matching_words(words, chunks):
     return words
 
 
-@lru_cache(maxsize=1 << 16)
 def _canon(key: str) -> str:
-    if key.startswith("n:"):
-        return "w:" + stem(key[2:])
-    return key
+    """A key as the alignment compares it: a name as its lower-case word's key (memoised as :func:`_aliases`)."""
+    got = _CANON.get(key)
+    if got is None:
+        got = "w:" + stem(key[2:]) if key.startswith("n:") else key
+        if len(_CANON) < _MEMO_MAX:
+            _CANON[key] = got
+    return got
 
 
 _SWAP_SLOT = 3

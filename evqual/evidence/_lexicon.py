@@ -139,26 +139,37 @@ class LogicLexicon:
         word may carry senses of several classes ("over": quantity and
         direction).
         """
-        out = []
-        first = self._first
-        n = len(words)
-        covered: dict[str, int] = {}  # class -> end of its last match
-        for i, cands in enumerate(map(first.get, words)):  # (the lookups in C: most words start no phrase)
-            if not cands:
-                continue
-            best_len: dict[str, int] = {}
+        return _match(self._first, words if isinstance(words, list) else list(words))
+
+
+def _match(first: dict, words: list) -> list:
+    """:meth:`LogicLexicon.match` (a module function, so that the compiled module can type it:
+    ``_lexicon.pxd``); a phrase's words are compared one by one, the first difference ending the test."""
+    out = []
+    n = len(words)
+    covered: dict = {}  # class -> end of its last match
+    i = 0
+    for cands in map(first.get, words):  # (the lookups in C: most words start no phrase)
+        if cands:
+            best_len: dict = {}
             for rest, cls, sense in cands:
                 k = 1 + len(rest)
                 if covered.get(cls, 0) > i or i + k > n:
                     continue
                 if best_len.get(cls, k) > k:
                     continue
-                if k == 1 or tuple(words[i + 1:i + k]) == rest:
+                same = True
+                for t in range(k - 1):
+                    if words[i + 1 + t] != rest[t]:
+                        same = False
+                        break
+                if same:
                     best_len[cls] = k
                     out.append((i, i + k, cls, sense))
             for cls, k in best_len.items():
                 covered[cls] = i + k
-        return out
+        i += 1
+    return out
 
 
 def _data_rows(name: str):

@@ -13,6 +13,21 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.unicode cimport Py_UNICODE_ISALNUM, Py_UNICODE_ISDECIMAL, Py_UNICODE_ISSPACE, PyUnicode_FromObject
 
 
+cdef inline bint _alnum(Py_UCS4 c):
+    """``Py_UNICODE_ISALNUM``, with the ASCII range decided inline (the macro asks four Unicode tables, one
+    function call each, before it says no to a space or a comma)."""
+    if c < 128:
+        return (c >= 97 and c <= 122) or (c >= 65 and c <= 90) or (c >= 48 and c <= 57)
+    return Py_UNICODE_ISALNUM(c)
+
+
+cdef inline bint _decimal(Py_UCS4 c):
+    """``Py_UNICODE_ISDECIMAL``, with the ASCII range decided inline."""
+    if c < 128:
+        return c >= 48 and c <= 57
+    return Py_UNICODE_ISDECIMAL(c)
+
+
 def scan_words(text_in, Py_ssize_t start, Py_ssize_t end, bint apostrophe=False, str symbols=None):
     """``[(start, end, word)]`` of the words of ``text[start:end]`` (see the module docstring).
 
@@ -35,7 +50,7 @@ def scan_words(text_in, Py_ssize_t start, Py_ssize_t end, bint apostrophe=False,
     i = start
     while i < end:
         c = text[i]
-        if not Py_UNICODE_ISALNUM(c):
+        if not _alnum(c):
             if symbols is not None and c in symbols:
                 out.append((i, i + 1, text[i:i + 1]))
             i += 1
@@ -53,7 +68,7 @@ def scan_words(text_in, Py_ssize_t start, Py_ssize_t end, bint apostrophe=False,
 
 cdef inline Py_ssize_t _run_end(str text, Py_ssize_t i, Py_ssize_t end):
     """Where the run of letters and digits going on at ``i`` ends (``end`` at the latest)."""
-    while i < end and Py_UNICODE_ISALNUM(text[i]):
+    while i < end and _alnum(text[i]):
         i += 1
     return i
 
@@ -78,7 +93,7 @@ def has_digit(text_in, Py_ssize_t start, Py_ssize_t end):
     cdef Py_ssize_t i
     start, end = _window(text, start, end)
     for i in range(start, end):
-        if Py_UNICODE_ISDECIMAL(text[i]):
+        if _decimal(text[i]):
             return True
     return False
 
@@ -89,7 +104,7 @@ def has_alnum(text_in, Py_ssize_t start, Py_ssize_t end):
     cdef Py_ssize_t i
     start, end = _window(text, start, end)
     for i in range(start, end):
-        if Py_UNICODE_ISALNUM(text[i]):
+        if _alnum(text[i]):
             return True
     return False
 
@@ -138,10 +153,10 @@ def number_flags(text_in):
     cdef int flags = 0
     for i in range(n):
         c = text[i]
-        if Py_UNICODE_ISDECIMAL(c):
+        if _decimal(c):
             flags |= 1
             k = i + 1
-            if k + 1 < n and text[k] == u":" and Py_UNICODE_ISDECIMAL(text[k + 1]):
+            if k + 1 < n and text[k] == u":" and _decimal(text[k + 1]):
                 return 3
             if k < n and Py_UNICODE_ISSPACE(text[k]):
                 k += 1
@@ -161,7 +176,7 @@ def number_flags(text_in):
 
 
 cdef inline bint _is_word(Py_UCS4 c):
-    return Py_UNICODE_ISALNUM(c) or c == u"_"  # re's \w in a str pattern
+    return _alnum(c) or c == u"_"  # re's \w in a str pattern
 
 
 cdef inline int _ascii_lower(Py_UCS4 c):
@@ -260,7 +275,7 @@ cdef class WordBounds:
         if self.starts == NULL or self.ends == NULL:
             raise MemoryError()
         while i < size:
-            if not Py_UNICODE_ISALNUM(text[i]):
+            if not _alnum(text[i]):
                 i += 1
                 continue
             a = i
