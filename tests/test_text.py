@@ -298,6 +298,16 @@ def test_the_compiled_character_tests_answer_as_the_regular_expressions(text, st
         "[" + re.escape(_BREAKS) + "]", text[lo:hi])]
 
 
+@settings(max_examples=500, deadline=None)
+@given(st.text(st.characters(max_codepoint=200) | st.sampled_from(["\u2013", "\u212a"]), max_size=40),
+       st.text(st.characters(max_codepoint=200) | st.sampled_from(["\u2013"]), min_size=1, max_size=8))
+def test_char_positions_finds_any_set_of_characters(text, chars):
+    """Session 11: char_positions reads the ASCII characters of its set as two bit masks (codes 0-63 and
+    64-127, the edges included) and looks the others up: what the character class finds, for any set."""
+    want = [m.start() for m in re.compile("[" + re.escape(chars) + "]").finditer(text)]
+    assert _kernel_or_skip("char_positions")(text, 0, len(text), chars) == want
+
+
 def test_the_character_tests_agree_with_re_on_every_character():
     """Each code point (the whole Unicode range): a digit, a letter or digit, for the compiled tests exactly
     when it is one for ``re``."""

@@ -21,6 +21,7 @@ cpdef tuple _slot(list toks, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t skip_lo, P
 cpdef _number_same(_Item a, _Item b)
 
 
+@cython.locals(x=str, y=str)
 cpdef _disagrees(_Item a, _Item b)
 
 
@@ -108,3 +109,59 @@ cpdef tuple claim_checks(output, sentences, EvidenceUnits ev, query=*, claim_spa
 
 @cython.locals(cs=dict, toks=list, a=Py_ssize_t, b=Py_ssize_t, low=str)
 cpdef list _tokens(text, Py_ssize_t start, Py_ssize_t end, words=*)
+
+
+cdef dict _STEM_MEMO
+
+
+cpdef str stem(word)
+
+
+cpdef bint _acronym(str text)
+
+
+@cython.locals(i=Py_ssize_t)
+cpdef bint _one_edit(str x, str y)
+
+
+@cython.locals(long=list, lower=Py_ssize_t)
+cpdef bint _title_case(list toks)
+
+
+@cython.locals(runs=list, claim=set, keys=list, asked=bint, own=set, words=set, counts=dict, n_spans=Py_ssize_t,
+               g=Py_ssize_t, h=Py_ssize_t, others=list, names=dict, first=_Item, b=_Item, o=_Item, end=_Item)
+cpdef _displaced_name(list items, list toks, EvidenceUnits ev, Py_ssize_t unit_start, claim_words, query_words)
+
+
+cpdef bint _no_predicate(list toks)
+
+
+cpdef bint _holds_low(list toks, words)
+
+
+cpdef bint _pairable(list run, words)
+
+
+@cython.locals(got=_Item, it=_Item)
+cpdef _Item _placed(list items, bint last)
+
+
+@cython.locals(runs=list, run=list, it=_Item)
+cpdef list _name_runs(list items, Py_ssize_t unit_start)
+
+
+@cython.locals(names=list, together=set, a=_Item, b=_Item, between_c=list,
+               pred_c=set, by_c=bint, segs_a=dict, eb=_Item, ea=_Item, etoks=list, between_e=list, pred_e=set,
+               by_e=bint, ordered=bint)
+cpdef _role_check(list items, list toks, EvidenceUnits ev)
+
+
+@cython.locals(runs=list, names=set, claim=set, ra=list, rb=list, between=list,
+               segs=set, best=Py_ssize_t, kept=Py_ssize_t, shared=Py_ssize_t, named=list, pa=list, pb=list,
+               ea=_Item, eb=_Item, etoks=list, between_e=list, at=dict)
+cpdef _order_swap(text, list items, list toks, EvidenceUnits ev, Py_ssize_t unit_start)
+
+
+@cython.locals(it=_Item)
+cpdef _Item _item(str cls, key, info, tuple slot, Py_ssize_t start, Py_ssize_t end, str text, Py_ssize_t chunk,
+                  field, Py_ssize_t seg, Py_ssize_t pos)

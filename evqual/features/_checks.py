@@ -278,14 +278,23 @@ _TRIGGERS = frozenset(set(_WORD_VALUES) | set(_SMALL) | _MONTHS | _WEEKDAYS | se
 """Lower-case words that can start a checked item (besides capitalised words and predicates)."""
 
 
-@lru_cache(maxsize=65536)
+_STEM_MEMO: dict = {}
+_STEM_MEMO_MAX = 65536
+
+
 def stem(word: str) -> str:
-    """Snowball English stem of a lower-case word (cached).
+    """Snowball English stem of a lower-case word (memoised in a dict, up to 65,536 words: a lookup, where
+    ``lru_cache``'s bookkeeping cost more than the stem's other work).
 
     >>> stem("sources"), stem("opens"), stem("opened")
     ('sourc', 'open', 'open')
     """
-    return english_stemmer().stemWord(word)
+    got = _STEM_MEMO.get(word)
+    if got is None:
+        got = english_stemmer().stemWord(word)
+        if len(_STEM_MEMO) < _STEM_MEMO_MAX:
+            _STEM_MEMO[word] = got
+    return got
 
 
 split_claims = sentence_claims
@@ -332,6 +341,16 @@ class _Item:
         self.slot, self.near = slot
         self.start, self.end, self.text, self.chunk, self.field, self.seg, self.pos = \
             start, end, text, chunk, field, seg, pos
+
+
+def _item(cls, key, info, slot, start, end, text, chunk, field, seg, pos):
+    """``_Item(...)`` with every field given: the compiled module fills the new item's fields in place, without
+    the argument parsing of a call to the class (``_checks.pxd``)."""
+    it = _Item.__new__(_Item)
+    it.cls, it.key, it.info = cls, key, info
+    it.slot, it.near = slot
+    it.start, it.end, it.text, it.chunk, it.field, it.seg, it.pos = start, end, text, chunk, field, seg, pos
+    return it
 
 
 _CONTENT_STEM: dict = {}
@@ -681,7 +700,13 @@ def _title_case(toks) -> bool:
     """Whether a segment is written in title case (a headline): at least six words of four letters or
     more, at most one of them in lower case."""
     long = [t[2] for t in toks if len(t[2]) >= 4 and t[2].isalpha()]
-    return len(long) >= 6 and sum(not w[0].isupper() for w in long) <= 1
+    if len(long) < 6:
+        return False
+    lower = 0
+    for w in long:
+        if not w[0].isupper():
+            lower += 1
+    return lower <= 1
 
 
 def _acronym(text: str) -> bool:
@@ -808,7 +833,7 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
         approx = _low_before(toks, lo_j, _APPROX)
         period = _period_after(text, toks, hi_j, n, b) if kind not in ("time", "year", "century") else None
         trend = _trend(toks, lo_j, hi_j, n) if kind not in ("time", "year", "century") else None
-        items.append(_Item("number", key, (kind, unit, approx, period, trend),
+        items.append(_item("number", key, (kind, unit, approx, period, trend),
                            _slot(toks, 0, n, lo_j, hi_j, True, near_lo), a, b, text[a:b], chunk, field, seg, lo_j))
     covered = set()
     title = None  # whether the segment is a headline in title case (made on the first capital)
@@ -825,7 +850,7 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
                 taken.update(range(j, k))
                 approx = _low_before(toks, j, _APPROX)
                 b = toks[k - 1][1]
-                items.append(_Item("number", v, ("", _unit_after(toks, k, n), approx,
+                items.append(_item("number", v, ("", _unit_after(toks, k, n), approx,
                                                  _period_after(text, toks, k, n, b), _trend(toks, j, k, n)),
                                    _slot(toks, 0, n, j, k, True, near_lo),
                                    a, b, text[a:b], chunk, field, seg, j))
@@ -835,7 +860,7 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
         if low in _MONTHS or low in _WEEKDAYS or (
                 low in ("may", "march") and w[0].isupper() and j > 0
                 and ((toks[j - 1][3][:1].isdigit()) or (j + 1 < n and toks[j + 1][3][:1].isdigit()))):
-            items.append(_Item("date", low, "weekday" if low in _WEEKDAYS else "month",
+            items.append(_item("date", low, "weekday" if low in _WEEKDAYS else "month",
                                _slot(toks, 0, n, j, j + 1, True, near_lo), a, b, w, chunk, field, seg, j))
             continue
         if w[:1].isupper() and st is not None and low not in _NOT_NAMES:
@@ -847,7 +872,7 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
                     title = _title_case(toks)
                 if title:
                     pos = "pos"  # "Judge Halts Border Agents Removing Wire": every word is capitalised
-            items.append(_Item("name", low, pos, _slot(toks, 0, n, j, j + 1, True, near_lo), a, b, w, chunk, field,
+            items.append(_item("name", low, pos, _slot(toks, 0, n, j, j + 1, True, near_lo), a, b, w, chunk, field,
                                seg, j))
         if low in _BOUND_FIRST and j not in covered:
             for words, val in _BOUND_FIRST[low]:
@@ -861,7 +886,7 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
                     if bound_of is None and low in _BARE_BOUNDS:
                         break
                     bb = toks[k - 1][1]
-                    items.append(_Item("scope", ("bound", val), bound_of, _slot(toks, 0, n, j, k, True, near_lo),
+                    items.append(_item("scope", ("bound", val), bound_of, _slot(toks, 0, n, j, k, True, near_lo),
                                        a, bb, text[a:bb], chunk, field, seg, j))
                     break
         if low == "between" and j + 3 < n and toks[j + 2][3] == "and":
@@ -869,22 +894,22 @@ def _segment_items(text: str, start: int, end: int, *, first: bool, chunk: int =
             if lo_v is not None and hi_v is not None:  # "between 12 and 18": at least 12, at most 18
                 bb = toks[j + 3][1]
                 for val, v in (("min", lo_v), ("max", hi_v)):
-                    items.append(_Item("scope", ("bound", val), v, _slot(toks, 0, n, j, j + 4, True, near_lo),
+                    items.append(_item("scope", ("bound", val), v, _slot(toks, 0, n, j, j + 4, True, near_lo),
                                        a, bb, text[a:bb], chunk, field, seg, j))
         if low in _SCOPE_OF and j not in covered:
             dim, val = _SCOPE_OF[low]
             if not (low in ("may", "can") and j == 0) and not (j and toks[j - 1][3] in _NEG_CUES):
-                items.append(_Item("scope", (dim, val), low, _slot(toks, 0, n, j, j + 1, True, near_lo), a, b, w,
+                items.append(_item("scope", (dim, val), low, _slot(toks, 0, n, j, j + 1, True, near_lo), a, b, w,
                                    chunk, field, seg, j))
         if low in _HAS_ANTONYM:
-            items.append(_Item("word", low, None, _slot(toks, 0, n, j, j + 1, True, near_lo), a, b, w, chunk, field,
+            items.append(_item("word", low, None, _slot(toks, 0, n, j, j + 1, True, near_lo), a, b, w, chunk, field,
                                seg, j))
         if neg_stems is not None and st is not None and j > 0 and not w[:1].isupper():
             neg = j in neg_pos
             if neg or st in neg_stems:
                 if marked is None:
                     marked = _clause_marked(text, toks)
-                items.append(_Item("pred", st, (neg, marked.get(j)), _slot(toks, 0, n, j, j + 1, True, near_lo),
+                items.append(_item("pred", st, (neg, marked.get(j)), _slot(toks, 0, n, j, j + 1, True, near_lo),
                                    a, b, w, chunk, field, seg, j))
     return items, toks, neg_pos
 
@@ -1186,7 +1211,7 @@ class EvidenceUnits:
             marked = self._marked.get(seg)
             if marked is None:
                 marked = self._marked[seg] = _clause_marked(self.chunk_texts[k], toks)
-            got = self._pred_items[(seg, j)] = _Item("pred", st, (j in self.negated(seg), marked.get(j)),
+            got = self._pred_items[(seg, j)] = _item("pred", st, (j in self.negated(seg), marked.get(j)),
                                                       _slot(toks, 0, len(toks), j, j + 1), a, b, w, k, False, seg, j)
         return got
 
@@ -1536,7 +1561,12 @@ def _displaced_name(items, toks, ev: EvidenceUnits, unit_start: int, claim_words
     claim = {t[4] for t in toks if t[4] is not None and t[0] >= unit_start}
     for run in runs:
         keys = [it.key for it in run]
-        if any(k in query_words for k in keys):
+        asked = False
+        for k in keys:
+            if k in query_words:
+                asked = True
+                break
+        if asked:
             continue
         segs = _common(ev.words, keys)
         if not segs:
@@ -1548,8 +1578,11 @@ def _displaced_name(items, toks, ev: EvidenceUnits, unit_start: int, claim_words
         counts = {}
         if not ev.large:
             near = set(segs)
+            n_spans = len(ev.spans)
             for g in segs:
-                near.update(h for h in (g - 1, g + 1) if 0 <= h < len(ev.spans) and ev.spans[h][0] == ev.spans[g][0])
+                for h in (g - 1, g + 1):
+                    if 0 <= h < n_spans and ev.spans[h][0] == ev.spans[g][0]:
+                        near.add(h)
             for st in words:
                 for g in ev.postings.get(st, ()):
                     counts[g] = counts.get(g, 0) + 1
@@ -1559,7 +1592,10 @@ def _displaced_name(items, toks, ev: EvidenceUnits, unit_start: int, claim_words
             near = _Near(ev, segs)
             pool = set(ev.sentences_for(words))
             if len(segs) <= MAX_CANDIDATES:
-                pool.update(h for g in segs for h in (g - 1, g, g + 1) if h in near)
+                for g in segs:
+                    for h in (g - 1, g, g + 1):
+                        if h in near:
+                            pool.add(h)
             for g in pool:
                 shared = len(words & ev.seg_stems(g))
                 if shared:
@@ -1567,11 +1603,14 @@ def _displaced_name(items, toks, ev: EvidenceUnits, unit_start: int, claim_words
         best = max(counts.values(), default=0)
         if best < _DISPLACED_MIN:
             continue
-        held = max((c for g, c in counts.items() if g in near), default=0)
+        held = 0
+        for g, c in counts.items():
+            if g in near and c > held:
+                held = c
         if best - held < _DISPLACED_MIN or held > 1:
             continue
         first = run[0]
-        for g in sorted(g for g, c in counts.items() if c == best):
+        for g in sorted([g for g, c in counts.items() if c == best]):
             if g in near:
                 continue
             # the name standing in the claim name's place: the same neighbour word first, then the most
@@ -1580,7 +1619,12 @@ def _displaced_name(items, toks, ev: EvidenceUnits, unit_start: int, claim_words
                       if b.cls == "name" and b.info is None and b.key not in claim_words and not b.field]
             if not others:
                 continue
-            b = max(others, key=lambda b: (len(first.near & b.near), len(first.slot & b.slot), -b.pos))
+            b = None  # the first of the most alike (max's choice on a tie)
+            top = None
+            for o in others:
+                rank = (len(first.near & o.near), len(first.slot & o.slot), -o.pos)
+                if top is None or rank > top:
+                    b, top = o, rank
             if len(first.slot & b.slot) < MIN_SLOT:
                 continue
             names = {it.pos: it for it in ev.segment_items(g)[0] if it.cls == "name"}
@@ -1588,7 +1632,7 @@ def _displaced_name(items, toks, ev: EvidenceUnits, unit_start: int, claim_words
             while end.pos + 1 in names:
                 end = names[end.pos + 1]
             k = ev.spans[g][0]
-            return Finding("displaced", first.start, run[-1].end, " ".join(it.text for it in run),
+            return Finding("displaced", first.start, run[-1].end, " ".join([it.text for it in run]),
                            ev.chunk_texts[k][b.start:end.end], b.chunk, b.start, end.end)
     return None
 
@@ -1607,10 +1651,10 @@ def _role_check(items, toks, ev: EvidenceUnits):
             between_c = toks[a.pos + 1:b.pos]
             if len(between_c) > 6:
                 continue
-            if all(t[4] is None or t[2][:1].isupper() for t in between_c):
+            if _no_predicate(between_c):
                 continue
             pred_c = {t[4] for t in between_c if t[4] is not None}
-            by_c = any(t[3] == "by" for t in between_c)
+            by_c = _holds_low(between_c, _BY)
             segs_a = {it.seg: it for it in ev.name_items(a.key)}
             same_order = reverse = None
             for eb in ev.name_items(b.key):
@@ -1620,12 +1664,12 @@ def _role_check(items, toks, ev: EvidenceUnits):
                 etoks = ev.tokens(eb.seg)
                 lo, hi = sorted((ea.pos, eb.pos))
                 between_e = etoks[lo + 1:hi]
-                if len(between_e) > 6 or any(t[3] in _PASSIVE for t in between_e + between_c):
+                if len(between_e) > 6 or _holds_low(between_e, _PASSIVE) or _holds_low(between_c, _PASSIVE):
                     continue
                 pred_e = {t[4] for t in between_e if t[4] is not None}
                 if not (pred_c & pred_e):
                     continue
-                by_e = any(t[3] == "by" for t in between_e)
+                by_e = _holds_low(between_e, _BY)
                 ordered = ea.pos < eb.pos
                 if ordered == (by_c == by_e):
                     same_order = True
@@ -1633,10 +1677,48 @@ def _role_check(items, toks, ev: EvidenceUnits):
                     reverse = (ea, eb)
             if reverse and not same_order:
                 ea, eb = reverse
-                first, second = sorted((ea, eb), key=lambda it: it.pos)
+                first, second = (ea, eb) if ea.pos <= eb.pos else (eb, ea)  # (sorted by position, stable)
                 return Finding("role", a.start, b.end, f"{a.text} ... {b.text}", f"{first.text} ... {second.text}",
                                ea.chunk, first.start, second.end)
     return None
+
+
+_BY = frozenset({"by"})
+
+
+def _no_predicate(toks) -> bool:
+    """Whether no word of ``toks`` is a content word in lower case (only names and stop words)."""
+    for t in toks:
+        if t[4] is not None and not t[2][:1].isupper():
+            return False
+    return True
+
+
+def _holds_low(toks, words) -> bool:
+    """Whether a word of ``toks`` is, in lower case, one of ``words``."""
+    for t in toks:
+        if t[3] in words:
+            return True
+    return False
+
+
+def _pairable(run, words) -> bool:
+    """Whether a run of name items can be one side of an order swap: every word of it in the context
+    (``words``), none a month or weekday or a word in capitals ("PAID", "PAC")."""
+    for it in run:
+        if it.key not in words or it.key in _CALENDAR_WORDS or (it.text.isupper() and len(it.text) > 1):
+            return False
+    return True
+
+
+def _placed(items, last: bool):
+    """The item of ``items`` placed last (``last``) or first: the first of those on a tie, as ``max`` and ``min``
+    with a key choose."""
+    got = items[0]
+    for it in items:
+        if (it.pos > got.pos) if last else (it.pos < got.pos):
+            got = it
+    return got
 
 
 def _name_runs(items, unit_start: int) -> list:
@@ -1662,8 +1744,7 @@ def _order_swap(text: str, items, toks, ev: EvidenceUnits, unit_start: int):
     """
     # names the context has ("A320s" between two airlines is not one of the pair); not months, weekdays
     # or all-capital words (a "PAID" stamp, a "PAC" code)
-    runs = [r for r in _name_runs(items, unit_start) if all(it.key in ev.words for it in r)
-            and not any(it.key in _CALENDAR_WORDS or (it.text.isupper() and len(it.text) > 1) for it in r)]
+    runs = [r for r in _name_runs(items, unit_start) if _pairable(r, ev.words)]
     if len(runs) < 2:
         return None
     names = {it.key for r in runs for it in r}
@@ -1679,10 +1760,10 @@ def _order_swap(text: str, items, toks, ev: EvidenceUnits, unit_start: int):
             if not ka or not kb:
                 continue
             between = toks[ra[-1].pos + 1:rb[0].pos]
-            if len(between) > _ORDER_GAP or not any(t[4] is not None and not t[2][:1].isupper() for t in between):
+            if len(between) > _ORDER_GAP or _no_predicate(between):
                 continue  # no predicate between them ("Olympia and York")
             gap = text[ra[-1].end:rb[0].start].strip()
-            if any(t[3] in _CONNECTIVES for t in between) or gap[:1] == "," or gap[-1:] == ",":
+            if _holds_low(between, _CONNECTIVES) or gap[:1] == "," or gap[-1:] == ",":
                 continue  # another clause ("Finn's resignation comes after the Pope ..."), an apposition
             # the sentences that hold every word of both names ("Gulf Oil" is not "Gulf Canada Resources"),
             # not record lines
@@ -1709,15 +1790,14 @@ def _order_swap(text: str, items, toks, ev: EvidenceUnits, unit_start: int):
             named = [it for it in ev.segment_items(seg)[0] if it.cls == "name"]
             pa = [it for it in named if it.key in ka]
             pb = [it for it in named if it.key in kb]
-            ea, eb = max(pb, key=lambda it: it.pos), min(pa, key=lambda it: it.pos)
+            ea, eb = _placed(pb, True), _placed(pa, False)
             etoks = ev.tokens(seg)
             between_e = etoks[ea.pos + 1:eb.pos]
             gap_e = ev.chunk_texts[ev.spans[seg][0]][ea.end:eb.start].strip()
-            if len(between_e) > _ORDER_GAP or any(t[3] in _CONNECTIVES for t in between_e) \
-                    or not any(t[4] is not None and not t[2][:1].isupper() for t in between_e) \
+            if len(between_e) > _ORDER_GAP or _holds_low(between_e, _CONNECTIVES) or _no_predicate(between_e) \
                     or gap_e[:1] == "," or gap_e[-1:] == ",":
                 continue  # another clause, no predicate, or an apposition ("Aaron Hernandez, the former ...")
-            if any(t[3] == "by" for t in between) != any(t[3] == "by" for t in between_e):
+            if _holds_low(between, _BY) != _holds_low(between_e, _BY):
                 continue  # "A was bought by B" against "B bought A"
             if _CLAUSE_TURN.search(ev.chunk_texts[ev.spans[seg][0]], ea.end, eb.start) \
                     and "," not in text[ra[-1].end:rb[0].start]:
@@ -1729,8 +1809,8 @@ def _order_swap(text: str, items, toks, ev: EvidenceUnits, unit_start: int):
                 eb = at[eb.pos + 1]
             k = ev.spans[seg][0]
             text = ev.chunk_texts[k]
-            return Finding("role", ra[0].start, rb[-1].end, " ".join(it.text for it in ra) + " ... "
-                           + " ".join(it.text for it in rb), text[ea.start:eb.end], ea.chunk, ea.start, eb.end)
+            return Finding("role", ra[0].start, rb[-1].end, " ".join([it.text for it in ra]) + " ... "
+                           + " ".join([it.text for it in rb]), text[ea.start:eb.end], ea.chunk, ea.start, eb.end)
     return None
 
 

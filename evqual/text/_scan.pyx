@@ -128,8 +128,32 @@ def char_positions(text_in, Py_ssize_t start, Py_ssize_t end, str chars):
     """Offsets of the characters of ``text[start:end]`` that are in ``chars``, in order."""
     cdef str text = _chars(text_in)
     cdef Py_ssize_t i
+    cdef Py_UCS4 c
+    cdef unsigned int x
+    cdef unsigned long long one = 1, low = 0, high = 0  # the ASCII characters of chars, as two bit masks
+    cdef bint other = False  # whether chars holds a character past ASCII
+    for c in chars:
+        x = c
+        if x < 64:
+            low |= one << x
+        elif x < 128:
+            high |= one << (x - 64)
+        else:
+            other = True
     start, end = _window(text, start, end)
-    return [i for i in range(start, end) if text[i] in chars]
+    out = []
+    for i in range(start, end):
+        c = text[i]
+        x = c
+        if x < 64:
+            if (low >> x) & one:
+                out.append(i)
+        elif x < 128:
+            if (high >> (x - 64)) & one:
+                out.append(i)
+        elif other and c in chars:
+            out.append(i)
+    return out
 
 
 cdef inline bint _is_i(Py_UCS4 c):
