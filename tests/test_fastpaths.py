@@ -149,6 +149,28 @@ def test_number_matches_near_digits_equal_finditer(text):
     assert got == [(m.span(), m.groupdict()) for m in _numbers._NUMBER_RE.finditer(text)]
 
 
+_REFUSAL_VOCAB = ["unable", "to", "answer", "I", "i", "am", "I'm", "i\u2019m", "sorry", "cannot", "can't", "be",
+                  "determined", "could", "not", "couldn't", "does", "doesn\u2019t", "mention", "is", "are",
+                  "mentioned", "no", "information", "about", "enough", "insufficient", "possible", "say", "\u0130",
+                  "\u0131", "\u017f", "i\u017f", "x_is", "_no", "IS", "NOT", "Provided", "given", ".", ",", "\n"]
+
+
+@given(st.one_of(st.lists(st.sampled_from(_REFUSAL_VOCAB), max_size=20).map(" ".join),
+                 st.lists(st.sampled_from(_REFUSAL_VOCAB), max_size=20).map("".join), _texts))
+@example("\u0130 am sorry, the passages do not mention it")
+@example("Iſ not mentioned; it was not provided in the text")
+@example("There is not enough information, and it is not possible to say; insufficient information.")
+@example("I'm sorry: unable to answer. No information about it; it couldn't be determined.")
+@settings(max_examples=600, deadline=None)
+def test_refusal_wording_tried_at_first_words_equals_finditer(text):
+    """The refusal pattern tried only at words that can start it (issue 41, session 11) finds what finditer finds."""
+    from evqual.features import _surface
+    from evqual.text import TextWords
+
+    got = [(m.span(), m.group()) for m in _surface._refusal_matches(text, TextWords(text))]
+    assert got == [(m.span(), m.group()) for m in _surface._REFUSAL_RE.finditer(text)]
+
+
 def test_read_values_shortcut_keeps_every_value_kind():
     # each of these is read from words alone, no digit: the shortcut must not drop them
     for text, key in [("twice a day", "rate:"), ("every other week", "rate:"), ("daily", "rate:"),

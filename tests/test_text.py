@@ -418,3 +418,52 @@ def test_scoring_a_str_subclass_equals_scoring_the_str():
     sub = scorer.score(query=_Accessor("When?"), context=_Accessor(ctx),
                        output=_Accessor("It opened in 1932, isn't it 40 m long?"))
     assert sub.risk == plain.risk and sub.sentences == plain.sentences
+
+
+_WORD_BEFORE_RE = re.compile(r"([\w.]+)$")
+
+
+def _reference_false_stop(text, seg_start, punct_pos, next_pos):
+    """The sentence splitter's false-stop test before session 11: the word before the period found by a search
+    of ``([\\w.]+)$`` in a window that grows while the word reaches its left edge."""
+    from evqual.text import _sentences
+
+    if text[punct_pos] != ".":
+        return False
+    content_start = _sentences._SPACES_RE.match(text, seg_start, punct_pos).end()
+    if _sentences._LIST_MARKER_BODY_RE.match(text, content_start, punct_pos):
+        return True
+    lo = max(seg_start, punct_pos - 64)
+    while True:
+        m = _WORD_BEFORE_RE.search(text, lo, punct_pos)
+        if m is None or m.start() > lo or lo == seg_start:
+            break
+        lo = max(seg_start, punct_pos - 4 * (punct_pos - lo))
+    if m:
+        word = m.group(1).lower().strip(".")
+        if word in _sentences.ABBREVIATIONS or (len(word) == 1 and word.isalpha()):
+            return True
+    return next_pos < len(text) and text[next_pos].islower()
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.lists(st.sampled_from(list("aAb. \n_\u00e91J\t\u0663-") + ["Mr", "e.g", "U.S", "etc", "ſ", "x" * 70]),
+                max_size=30).map("".join), st.data())
+@example("word\n. Next", None)
+@example("J. J. J. Rowling", None)
+def test_false_stop_reads_the_word_before_the_period_as_the_search_did(text, data):
+    """Session 11: the word before a period is read backwards (compiled: ``word_run_start``), not searched for
+    in a growing window: the same word, a line break just before the period included (``$`` matches there)."""
+    from evqual.text import _sentences
+
+    stops = [i for i, c in enumerate(text) if c == "."]
+    if not stops:
+        return
+    if data is None:
+        cases = [(s, p) for p in stops for s in range(p + 1)]
+    else:
+        p = data.draw(st.sampled_from(stops))
+        cases = [(data.draw(st.integers(0, p)), p)]
+    for seg_start, p in cases:
+        want = _reference_false_stop(text, seg_start, p, p + 1)
+        assert _sentences._is_false_stop(text, seg_start, p, p + 1) == want, (text, seg_start, p)

@@ -232,7 +232,7 @@ def analyze(example, entities, cache: ContextCache | None = None, claims=None, e
         known = index.vocab if not index.aliases else index.aliases.union(index.vocab)
         ents, unsup_ents = sentence_entities(entities, sentences, known)
     drift_s = drift_sentence(numbers, unsup_numbers, conflicts, ents, unsup_ents)
-    refusal = refusal_sentence(output, sentences)
+    refusal = refusal_sentence(output, sentences, words)
     ecs_values = ecs(match, drift_s["sent.number.new_rate.v2"], drift_s["sent.entity.unsupported_rate.v1"])
     fields, field_keys = index.fields
     struct_s = structure_sentence(output, sentences, sent_tokens, fields, field_keys,

@@ -41,13 +41,42 @@ def is_refusal(text: str) -> bool:
     return _REFUSAL_RE.search(text) is not None
 
 
-def refusal_sentence(output: str, sentences) -> np.ndarray:
+_REFUSAL_FIRST = frozenset({"unable", "i", "cannot", "can", "could", "couldn", "do", "does", "did", "don", "doesn",
+                            "didn", "is", "are", "was", "were", "no", "not", "insufficient"})
+"""The first word (a :data:`~evqual.text.TOKEN_PATTERN` run, lower case) of every alternative of
+:data:`REFUSAL_PATTERN`: a match starts only at a word that is one of these, or that has a character past ASCII
+(``re``'s ignored case takes "ſ" for "s" and "İ" or "ı" for "i")."""
+
+
+def _refusal_matches(output: str, words=None) -> list:
+    """``list(_REFUSAL_RE.finditer(output))``; with ``words`` (the output's :class:`~evqual.text.TextWords`), the
+    pattern is tried only where a match can start: at a word of :data:`_REFUSAL_FIRST` (a match starts at a word
+    boundary before a letter, so at the start of a word).  The leftmost match from a position is the first of
+    these tries that matches, so the matches are the same (``tests/test_fastpaths.py``)."""
+    if words is None:
+        return list(_REFUSAL_RE.finditer(output))
+    out = []
+    last = 0
+    match = _REFUSAL_RE.match
+    first = _REFUSAL_FIRST
+    for (a, _, _), low in zip(words.spans_in(), words.lows_in()):
+        if a >= last and (low in first or not low.isascii()):
+            m = match(output, a)
+            if m is not None:
+                out.append(m)
+                last = m.end()
+    return out
+
+
+def refusal_sentence(output: str, sentences, words=None) -> np.ndarray:
+    """Per sentence: 1.0 where a refusal wording (:data:`REFUSAL_PATTERN`) lies inside it.  ``words``: the output's
+    :class:`~evqual.text.TextWords`, whose words say where a wording can start."""
     flags = np.zeros(len(sentences))
     if not sentences:
         return flags
     # sentences are ordered and non-overlapping: only the last one starting at or before a match can hold it
     starts = [s for s, _ in sentences]
-    for m in _REFUSAL_RE.finditer(output):
+    for m in _refusal_matches(output, words):
         i = bisect.bisect_right(starts, m.start()) - 1
         if i >= 0 and m.end() <= sentences[i][1]:
             flags[i] = 1.0

@@ -203,6 +203,25 @@ cdef inline bint _is_word(Py_UCS4 c):
     return _alnum(c) or c == u"_"  # re's \w in a str pattern
 
 
+def word_run_start(text_in, Py_ssize_t lo, Py_ssize_t end):
+    """Where the run of characters ``re``'s ``[\\w.]`` matches (a letter, digit, ``_`` or ``.``) that ends at
+    ``end`` starts, ``lo`` at the earliest (bounds clamped into the text): the sentence splitter's word before
+    a period, read backwards."""
+    cdef str text = _chars(text_in)
+    cdef Py_UCS4 c
+    if end > len(text):
+        end = len(text)
+    if lo < 0:
+        lo = 0
+    cdef Py_ssize_t i = end
+    while i > lo:
+        c = text[i - 1]
+        if not (_is_word(c) or c == u"."):
+            break
+        i -= 1
+    return i
+
+
 cdef inline int _ascii_lower(Py_UCS4 c):
     """The ASCII lower-case letter ``c`` is to ``re``'s ignored case, or -1 (K for the Kelvin sign, s for the long
     s, i for the dotted and dotless capitals)."""

@@ -33,6 +33,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from .._build import kernel
 from ._tokens import has_alnum
 
 __all__ = ["split_sentences", "ABBREVIATIONS", "MAX_SENTENCE_CHARS"]
@@ -45,7 +46,6 @@ ABBREVIATIONS = frozenset(
 )
 
 _BOUNDARY_RE = re.compile(r"\n\s*|[.!?]+[\"'\u201d\u2019)\]]*\s+")
-_WORD_BEFORE_RE = re.compile(r"([\w.]+)$")
 # a list marker ("1.", "a)", "iv."): leading white space, then _LIST_MARKER_BODY_RE (below)
 
 
@@ -55,9 +55,9 @@ def _is_false_stop(text: str, seg_start: int, punct_pos: int, next_pos: int, con
     The text since the segment start (``text[seg_start:punct_pos]``) is
     never copied: the list-marker test looks at it from its first visible
     character (``content_start``, computed once per segment) and the word
-    before the period is searched in a window that grows only while the word
-    reaches the window's left edge, so a long segment of false stops
-    (``"J. J. J. ..."``) costs time linear in its length.
+    before the period is read backwards from it, one step per character
+    (a long segment of false stops, ``"J. J. J. ..."``, costs time linear
+    in its length).
     """
     if text[punct_pos] != ".":
         return False
@@ -65,14 +65,12 @@ def _is_false_stop(text: str, seg_start: int, punct_pos: int, next_pos: int, con
         content_start = _SPACES_RE.match(text, seg_start, punct_pos).end()
     if _LIST_MARKER_BODY_RE.match(text, content_start, punct_pos):
         return True
-    lo = max(seg_start, punct_pos - _WINDOW)
-    while True:
-        m = _WORD_BEFORE_RE.search(text, lo, punct_pos)
-        if m is None or m.start() > lo or lo == seg_start:
-            break
-        lo = max(seg_start, punct_pos - 4 * (punct_pos - lo))
-    if m:
-        word = m.group(1).lower().strip(".")
+    # the word before the period: the run of [\w.] characters ending there (what a search of "([\w.]+)$" finds
+    # in text[seg_start:punct_pos], whose "$" also matches before a final line break), read backwards
+    end = punct_pos - 1 if punct_pos > seg_start and text[punct_pos - 1] == "\n" else punct_pos
+    a = _word_run_start(text, seg_start, end)
+    if a < end:
+        word = text[a:end].lower().strip(".")
         if word in ABBREVIATIONS or (len(word) == 1 and word.isalpha()):
             return True
     if next_pos < len(text) and text[next_pos].islower():
@@ -80,7 +78,21 @@ def _is_false_stop(text: str, seg_start: int, punct_pos: int, next_pos: int, con
     return False
 
 
-_WINDOW = 64
+_RUN_START = kernel("evqual.text._scan", "word_run_start")  # the compiled backward scan, or None
+
+
+def _word_run_start(text: str, lo: int, end: int) -> int:
+    """Where the run of characters ``re``'s ``[\\w.]`` matches (a letter, digit, ``_`` or ``.``) that ends at
+    ``end`` starts, ``lo`` at the earliest (``end`` when the character before it is none of them): one step per
+    character of the word, where the regular expression's search tried every start in a window before it."""
+    if _RUN_START is not None:
+        return _RUN_START(text, lo, end)
+    i = end
+    while i > lo and (text[i - 1].isalnum() or text[i - 1] in "_."):
+        i -= 1
+    return i
+
+
 _SPACES_RE = re.compile(r"\s*")
 # a list marker without its leading white space, matched from the segment's first visible character
 _LIST_MARKER_BODY_RE = re.compile(r"(?:\d{1,3}|[A-Za-z]|[ivxIVX]{1,4})[.)]?$")
