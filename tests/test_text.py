@@ -467,3 +467,28 @@ def test_false_stop_reads_the_word_before_the_period_as_the_search_did(text, dat
     for seg_start, p in cases:
         want = _reference_false_stop(text, seg_start, p, p + 1)
         assert _sentences._is_false_stop(text, seg_start, p, p + 1) == want, (text, seg_start, p)
+
+
+_OLD_BOUNDARY_RE = re.compile(r"\n\s*|[.!?]+[\"'\u201d\u2019)\]]*\s+")
+_OLD_SPLIT_RE = re.compile(
+    r";\s+|\s+[\u2013\u2014-]\s+(?=(?:and|but|while|whereas|although|though|yet)\b)"
+    r"|,\s+(?=(?:and|but|or|while|whereas|although|though|yet|so|which|who)\s)"
+    r"|\s+(?=(?:but|whereas)\s)", re.IGNORECASE)
+_CUT_PIECES = list("ab.!?;, \n\t\"')]\u201d\u2013\u2014-\u00a0") + ["and", "but", "whereas", "BUT", "yet", "so", "who",
+                                                                 "Although", "which"]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(_CUT_PIECES), max_size=30).map("".join), st.integers(-2, 40), st.integers(-2, 40))
+def test_boundary_and_clause_patterns_match_as_the_alternations_did(text, start, end):
+    """Session 11: the sentence boundary and the claim cut patterns start with one character class (so that re
+    skips to a candidate), each alternative dispatched by a look-behind at that character: the same matches as
+    the plain alternations, in any window."""
+    from evqual.text import _claims, _sentences
+
+    def spans(pattern, *window):
+        return [(m.span(), m.group()) for m in pattern.finditer(text, *window)]
+
+    assert spans(_sentences._BOUNDARY_RE) == spans(_OLD_BOUNDARY_RE)
+    window = (max(start, 0), max(end, 0))
+    assert spans(_claims._SPLIT_RE, *window) == spans(_OLD_SPLIT_RE, *window)

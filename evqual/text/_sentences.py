@@ -45,7 +45,11 @@ ABBREVIATIONS = frozenset(
     capt cmdr adm pres rev hon ave blvd rd hwy""".split()
 )
 
-_BOUNDARY_RE = re.compile(r"\n\s*|[.!?]+[\"'\u201d\u2019)\]]*\s+")
+# a run of line breaks, or sentence-ending punctuation (closing quotes and brackets after it) and white space:
+# "\n\s*|[.!?]+[\"'\u201d\u2019)\]]*\s+", written to start with one character class, which lets re skip to
+# the next line break or stop mark; as alternatives it tried a match at every position (the same matches:
+# tests/test_text.py)
+_BOUNDARY_RE = re.compile(r"[\n.!?](?:(?<=\n)\s*|(?<=[.!?])[.!?]*[\"'\u201d\u2019)\]]*\s+)")
 # a list marker ("1.", "a)", "iv."): leading white space, then _LIST_MARKER_BODY_RE (below)
 
 
