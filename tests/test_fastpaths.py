@@ -171,6 +171,16 @@ def test_refusal_wording_tried_at_first_words_equals_finditer(text):
     assert got == [(m.span(), m.group()) for m in _surface._REFUSAL_RE.finditer(text)]
 
 
+@given(st.one_of(_texts, st.lists(st.sampled_from(list("ABZaz. _\n1\u00c9,") + ["TX", "CA", "NY."]), max_size=15)
+                 .map("".join)))
+@settings(max_examples=500, deadline=None)
+def test_state_code_pattern_starting_with_a_capital_matches_as_before(text):
+    from evqual.features import _similarity
+
+    old = re.compile(r"(?<![\w.])[A-Z]{2}(?![\w.])")
+    assert [m.span() for m in _similarity._STATE_CODE_RE.finditer(text)] == [m.span() for m in old.finditer(text)]
+
+
 def test_read_values_shortcut_keeps_every_value_kind():
     # each of these is read from words alone, no digit: the shortcut must not drop them
     for text, key in [("twice a day", "rate:"), ("every other week", "rate:"), ("daily", "rate:"),
