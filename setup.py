@@ -43,6 +43,19 @@ COMPILED = [
     "evqual/features/_structure.py",
     "evqual/features/_surface.py",
     "evqual/features/_token_features.py",
+    # the scoring path after the reading: the shipped model's trees, text model and calibration, the answer's
+    # result, its reasons and the policy (issue 41, session 11)
+    "evqual/models/_detector.py",
+    "evqual/models/_estimators.py",
+    "evqual/models/_fasttrees.py",
+    "evqual/models/_frame.py",
+    "evqual/models/_lean.py",
+    "evqual/models/_ood.py",
+    "evqual/models/_spans.py",
+    "evqual/scoring/_policy.py",
+    "evqual/scoring/_scorer.py",
+    "evqual/scoring/_topics.py",
+    "evqual/explain/_reasons.py",
 ]
 
 # Python semantics throughout (no C integer or float types from annotations): the compiled module computes

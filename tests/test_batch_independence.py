@@ -122,6 +122,49 @@ def test_compiled_tree_walker_refuses_a_walk_past_the_declared_depth(shipped, it
                c.value, c.missing_left.view(np.uint8), c.roots, c.baseline, c.depth, out)
 
 
+def test_compiled_forest_checks_its_arrays_once_and_refuses_what_would_read_outside(shipped, items):
+    """Session 11: the walker's Forest checks the trees when it is made and then reads without bounds checks:
+    a child or root outside the arrays, a negative feature, arrays of different lengths, rows narrower than
+    the features the splits read, and a walk past the declared depth are refused, never read."""
+    from evqual._build import kernel
+
+    forest_cls = kernel("evqual.models._treewalk", "Forest")
+    if forest_cls is None:
+        pytest.skip("the compiled walker is not built (or EVQUAL_PURE_PYTHON is set)")
+    from evqual.models._fasttrees import _compiled
+
+    _, est, V = _sentence_rows(shipped, items)
+    c = _compiled(est)
+    args = [c.feature, c.threshold, c.left, c.right, c.leaf, c.value, c.missing_left, c.roots]
+    forest = forest_cls(*args, c.baseline, c.depth)
+    out = np.empty(len(V))
+    forest.raw(np.ascontiguousarray(V), out)
+    assert np.array_equal(out, c.raw_numpy(V))
+    split = ~c.leaf
+    for k, bad in ((2, 10 ** 9), (3, -1), (0, -5)):
+        broken = list(args)
+        broken[k] = args[k].copy()
+        broken[k][np.flatnonzero(split)[3]] = bad
+        with pytest.raises(ValueError):
+            forest_cls(*broken, c.baseline, c.depth)
+    with pytest.raises(ValueError):
+        forest_cls(*args[:7], np.array([len(c.leaf)]), c.baseline, c.depth)  # a root past the nodes
+    with pytest.raises(ValueError):
+        forest_cls(args[0][:-1], *args[1:], c.baseline, c.depth)  # arrays of different lengths
+    with pytest.raises(ValueError, match="columns"):
+        forest.raw(np.ascontiguousarray(V[:, :forest.n_features - 1]), out)
+    with pytest.raises(ValueError, match="deeper"):
+        forest_cls(*args, c.baseline, 1).raw(np.ascontiguousarray(V), out)
+    want = c.raw_numpy(V)
+    kept = c.left.copy()
+    c.left[:] = 10 ** 9  # the caller's arrays changed after the check: the forest walks its own copy
+    try:
+        forest.raw(np.ascontiguousarray(V), out)
+    finally:
+        c.left[:] = kept
+    assert np.array_equal(out, want)
+
+
 def test_text_model_fast_path_equals_scikit_learn_bit_for_bit(shipped, items):
     from evqual.models._fasttrees import fast_proba
 

@@ -59,7 +59,9 @@ def test_every_listed_module_exists_and_is_a_reading_module():
     assert listed == sorted(set(listed), key=listed.index), "a module is listed twice"
     for path in listed:
         assert (REPO / path).is_file(), path
-        assert path.startswith(("evqual/text/", "evqual/evidence/", "evqual/features/")), path
+        # the reading path, and the scoring after it (the shipped model, the result, its reasons and the policy)
+        assert path.startswith(("evqual/text/", "evqual/evidence/", "evqual/features/", "evqual/models/",
+                                "evqual/scoring/", "evqual/explain/")), path
         assert not path.endswith("__init__.py"), "a package's __init__ stays pure Python (it installs the switch)"
 
 

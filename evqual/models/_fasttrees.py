@@ -74,7 +74,7 @@ def _is_hgb(est) -> bool:
 
 class _Compiled:
     __slots__ = ("feature", "threshold", "left", "right", "leaf", "value", "missing_left", "roots", "baseline",
-                 "depth", "left_loop", "right_loop", "threshold_loop", "feature_loop", "missing_loop")
+                 "depth", "left_loop", "right_loop", "threshold_loop", "feature_loop", "missing_loop", "_forest")
 
     def __init__(self, est):
         feats, thr, left, right, leaf, value, miss, roots = [], [], [], [], [], [], [], []
@@ -113,16 +113,27 @@ class _Compiled:
     def raw(self, X: np.ndarray) -> np.ndarray:
         """Raw scores: the compiled walker row by row (:mod:`evqual.models._treewalk`) where it is built,
         else numpy: every (row, tree) pair walks down at once; pairs leave the arrays at their leaf."""
-        kernel = _kernel()
-        if kernel is not None:
+        forest = self._compiled_forest()
+        if forest is not None:
             Xc = np.ascontiguousarray(X, dtype=np.float64)
             if Xc.ndim != 2:
                 Xc = Xc.reshape(len(Xc), -1)
             out = np.empty(len(Xc))
-            kernel(Xc, self.feature, self.threshold, self.left, self.right, self.leaf.view(np.uint8), self.value,
-                   self.missing_left.view(np.uint8), self.roots, self.baseline, self.depth, out)
+            forest.raw(Xc, out)
             return out
         return self.raw_numpy(X)
+
+    def _compiled_forest(self):
+        """The compiled walker's :class:`~evqual.models._treewalk.Forest` of these trees (made, and its arrays
+        checked, on first use), or None without the compiled walker."""
+        forest = getattr(self, "_forest", None)
+        if forest is None:
+            cls = kernel("evqual.models._treewalk", "Forest")
+            if cls is None:
+                return None
+            forest = self._forest = cls(self.feature, self.threshold, self.left, self.right, self.leaf, self.value,
+                                        self.missing_left, self.roots, self.baseline, self.depth)
+        return forest
 
     def raw_numpy(self, X: np.ndarray) -> np.ndarray:
         """:meth:`raw` with numpy alone (the fallback, and the reference the compiled walker is tested on)."""
