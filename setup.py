@@ -37,6 +37,7 @@ COMPILED = [
     "evqual/features/_analysis.py",
     "evqual/features/_checks.py",
     "evqual/features/_drift.py",
+    "evqual/features/_featurizer.py",
     "evqual/features/_lexical.py",
     "evqual/features/_novelty.py",
     "evqual/features/_similarity.py",
