@@ -19,7 +19,8 @@ import sys
 from setuptools import setup
 from setuptools.command.build_ext import build_ext
 
-# The reading path: tokens, sentences, values, names, the evidence engine, the checks and every feature family.
+# The reading path (tokens, sentences, values, names, the evidence engine, the checks and every feature family)
+# and the scoring after it (below).
 COMPILED = [
     "evqual/text/_claims.py",
     "evqual/text/_entities.py",
