@@ -209,7 +209,7 @@ def _number_matches(text: str) -> list:
     :data:`_NUMBER_REACH` characters before a digit (every match holds one).  ``finditer`` tries every
     position, and every white space passes the pattern's first test: most of the cost of a long passage
     with few numbers.  The leftmost match from a position is the first of these tries that matches, so the
-    matches are the same (``tests/test_numbers.py`` holds the two equal on generated texts)."""
+    matches are the same (``tests/test_fastpaths.py`` holds the two equal on generated texts)."""
     out = []
     pos = 0
     match = _NUMBER_RE.match
