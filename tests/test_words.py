@@ -168,3 +168,73 @@ def test_the_compiled_word_offsets_back_textwords():
     with pytest.raises(TypeError, match="expected a str"):
         bounds(b"bytes")
     assert len(bounds("")) == 0 and bounds("").words_in(0, 5) == [] and bounds("...").window(0, 3) == (0, 0)
+
+
+# ---------------------------------------------------------------- word ids (issue 41, session 12)
+
+
+def _scan_module():
+    from evqual._build import kernel
+
+    if kernel("evqual.text._scan", "WordBounds") is None:
+        pytest.skip("the compiled scanner is not built (or EVQUAL_PURE_PYTHON is set)")
+    from evqual.text import _scan
+
+    return _scan
+
+
+def _lows_reference(text, start, end):
+    return [w.lower() for _, _, w in word_spans(text, start, end)]
+
+
+def test_a_word_has_one_id_in_every_text_and_reads_as_one_str():
+    scan = _scan_module()
+    a, b = TextWords("The harbour opened."), TextWords("A HARBOUR, The Harbour and the harbour")
+    ids_a = a._bounds.ids_in(0, len(a.text))
+    ids_b = b._bounds.ids_in(0, len(b.text))
+    assert ids_a[1] == ids_b[1] == ids_b[3] == ids_b[6]  # "harbour" lower-cased, as written in any case
+    assert scan.word_of(ids_a[1]) == "harbour"
+    assert a._bounds.ids_in(0, len(a.text), False)[0] == b._bounds.ids_in(0, len(b.text), False)[2]  # "The"
+    assert a.lows_in(0, 19)[1] is b.lows_in(0, len(b.text))[6]  # the table's str, not a new slice
+    assert a._bounds.ids_in(5, 19) == [-1, ids_a[2]]  # "arbour" is cut by the window: no id
+    with pytest.raises(IndexError):
+        scan.word_of(-1)
+    assert scan.vocab_size() <= scan.VOCAB_MAX
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.text(_CHARS, max_size=40), st.integers(-3, 45), st.integers(-3, 45), st.booleans())
+@example("İstanbul ΣΑΣ Straße", 0, 30, False)
+@example("ABC abc", 1, 6, True)
+def test_words_read_through_the_table_are_the_scans_words_even_when_it_is_full(text, start, end, full):
+    """A full table gives new words no id (-1); they are sliced from the text as before.  Either way the
+    words of a window, as written and lower-cased, are the scan's."""
+    scan = _scan_module()
+    saved = scan.VOCAB_MAX
+    if full:
+        scan.VOCAB_MAX = scan.vocab_size()
+    try:
+        words = TextWords(text)
+        assert words.spans_in(start, end) == word_spans(text, start, end)
+        assert words.lows_in(start, end) == _lows_reference(text, start, end)
+        assert words.words_in(start, end) == [w for _, _, w in word_spans(text, start, end)]
+        ids = words._bounds.ids_in(start, end)
+        assert len(ids) == len(word_spans(text, start, end))
+        for k, low in zip(ids, words.lows_in(start, end)):
+            assert k == -1 or scan.word_of(k) == low
+    finally:
+        scan.VOCAB_MAX = saved
+
+
+def test_a_full_table_grows_no_more():
+    scan = _scan_module()
+    saved = scan.VOCAB_MAX
+    scan.VOCAB_MAX = scan.vocab_size()
+    try:
+        text = "zqxwv1 Zqxwv2 zqxwv3"  # words no earlier test met
+        words = TextWords(text)
+        assert words.lows_in(0, len(text)) == ["zqxwv1", "zqxwv2", "zqxwv3"]
+        assert words._bounds.ids_in(0, len(text)) == [-1, -1, -1]
+        assert scan.vocab_size() == scan.VOCAB_MAX
+    finally:
+        scan.VOCAB_MAX = saved

@@ -62,6 +62,14 @@ def _state_codes() -> dict:
 _STATE_CODES = _state_codes()
 """A US state's one-word name -> its postal code, lower case: a record's "state: VT" supports "Vermont"."""
 
+_WORD_KEYS: dict = {}
+"""A lower-case word -> its item key (``"w:"`` and its stem or synonym group), made once: the same str for every
+reading, so that the engine's lookups hash it once (issue 41)."""
+_NAME_KEYS: dict = {}
+"""A lower-case name -> its item key (``"n:"`` and the word, or a state's postal code)."""
+_KEYS_MAX = 200_000
+"""The most words each of the two key tables holds; past it, a key is made for each reading."""
+
 
 class SpanReading(NamedTuple):
     """Items of one span of text, in order of occurrence."""
@@ -204,18 +212,28 @@ def read_span(text: str, start: int = 0, end: int | None = None, words=None) -> 
     syn_get = synonym_map().get
     stem_get = _STEMS.get
     stop = STOP_WORDS
+    word_keys, name_keys = _WORD_KEYS, _NAME_KEYS
     for k in range(n):
         if covered[k]:
             continue
         a, b, tok = toks[k]
         low = lows[k]
         if tok[:1].isupper() and _is_name(tok, k, toks, text) and low not in stop:  # (a name is capitalised)
-            items.append((k, "n:" + _STATE_CODES.get(low, low), a, b))
+            key = name_keys.get(low)
+            if key is None:
+                key = "n:" + _STATE_CODES.get(low, low)
+                if len(name_keys) < _KEYS_MAX:
+                    name_keys[low] = key
+            items.append((k, key, a, b))
             continue
         if low in stop or len(low) < 2:
             continue
-        s = syn_get(low) or stem_get(low) or stem(low)
-        items.append((k, "w:" + s, a, b))
+        key = word_keys.get(low)
+        if key is None:
+            key = "w:" + (syn_get(low) or stem_get(low) or stem(low))
+            if len(word_keys) < _KEYS_MAX:
+                word_keys[low] = key
+        items.append((k, key, a, b))
         if low.endswith("est") and len(low) > 5 and low not in _NOT_SUPERLATIVE:
             items.append((k, "L:comparison:superlative", a, b))
     items.sort(key=_POSITION)

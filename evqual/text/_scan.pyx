@@ -292,11 +292,56 @@ def has_cue_word(text_in, Py_ssize_t start, Py_ssize_t end, frozenset words, bin
     return False
 
 
+# ---------------------------------------------------------------------------------------------- word ids
+# Every word a WordBounds reads gets an integer id, the same in every text of the process: the index of one
+# shared str in _WORDS (issue 41, item 1).  A word of a window is then that str, not a new one sliced from the
+# text: a token is read about six times (three readers, each as written and lower-cased), and each read
+# allocated a str and hashed it again at its first lookup; an interned one was hashed once, when it was met,
+# and compares equal to itself by identity.  The table is bounded: past VOCAB_MAX words a new word gets no id
+# (-1) and is sliced from its text as before, so that untrusted text cannot grow the process without end.
+
+VOCAB_MAX = 1 << 18
+"""The most words the process-wide table holds (262,144; about 25 MB when full)."""
+
+cdef dict _IDS = {}  # word -> id
+cdef list _WORDS = []  # id -> word
+
+
+cdef inline int _intern(str w):
+    """``w``'s id: the one it has, or a new one while the table has room; -1 when it is full.  (No Python code
+    runs between the lookup and the insertion: a str is no object the garbage collector tracks, so no
+    collection, and so no other thread, can come in between.)"""
+    got = _IDS.get(w)
+    if got is not None:
+        return <int> got
+    cdef Py_ssize_t k = len(_WORDS)
+    if k >= VOCAB_MAX:
+        return -1
+    _WORDS.append(w)
+    _IDS[w] = k
+    return <int> k
+
+
+def vocab_size():
+    """How many words the process-wide table of word ids holds (at most :data:`VOCAB_MAX`)."""
+    return len(_WORDS)
+
+
+def word_of(Py_ssize_t k):
+    """The word of id ``k`` (``IndexError`` for an id the table does not hold)."""
+    if k < 0:
+        raise IndexError(f"word id {k} is negative")
+    return _WORDS[k]
+
+
 cdef class WordBounds:
     """Where the words of a text are (``[^\\W_]+``, as :func:`scan_words` finds them), kept as two C arrays of
     offsets: 16 bytes a word, where a list of ``(start, end, word)`` holds about 200.  The words of a window
     are made on request, cut where the window's edge cuts one (what a scan of the window gives).  Backs
-    :class:`evqual.text.TextWords` (issue 41, session 8)."""
+    :class:`evqual.text.TextWords` (issue 41, session 8).
+
+    On the first request, each word gets two ids (see ``_intern``): of the word as written and lower-cased
+    (8 more bytes a word).  A whole word of a window is then the table's str of its id."""
 
     cdef readonly str text
     cdef str lowered
@@ -304,6 +349,7 @@ cdef class WordBounds:
     cdef Py_ssize_t n
     cdef Py_ssize_t* starts
     cdef Py_ssize_t* ends
+    cdef int* ids  # per word: the id of the word as written, then of it lower-cased (2 n ints), or NULL
 
     def __cinit__(self, text_in):
         cdef str text = _chars(text_in)
@@ -311,6 +357,7 @@ cdef class WordBounds:
         self.n = 0
         self.starts = NULL
         self.ends = NULL
+        self.ids = NULL
         cdef Py_ssize_t size = len(text), cap = 16, i = 0, a
         cdef Py_ssize_t* grown
         self.starts = <Py_ssize_t*> PyMem_Malloc(cap * sizeof(Py_ssize_t))
@@ -348,6 +395,62 @@ cdef class WordBounds:
     def __dealloc__(self):
         PyMem_Free(self.starts)
         PyMem_Free(self.ends)
+        PyMem_Free(self.ids)
+
+    cdef int _number(self) except -1:
+        """Give every word its two ids (on the first request for words).  The lower-cased word is what
+        ``words_in`` made before ids: a slice of the text lower-cased whole where ``_lowered`` allows it, else
+        the word lowered alone."""
+        cdef Py_ssize_t i, a, b, k
+        cdef int cid
+        cdef bint upper
+        cdef str text = self.text, low = self._lowered(), w, lw
+        cdef bint ascii = text.isascii()
+        self.ids = <int*> PyMem_Malloc((2 * self.n if self.n else 1) * sizeof(int))
+        if self.ids == NULL:
+            raise MemoryError()
+        for i in range(self.n):
+            a = self.starts[i]
+            b = self.ends[i]
+            w = text[a:b]
+            cid = _intern(w)
+            self.ids[2 * i] = cid
+            upper = True
+            if ascii:  # an ASCII word without a capital is its own lower case
+                upper = False
+                for k in range(a, b):
+                    if 65 <= <unsigned int> text[k] <= 90:
+                        upper = True
+                        break
+            if not upper:
+                self.ids[2 * i + 1] = cid
+                continue
+            lw = low[a:b] if low is not None else w.lower()
+            self.ids[2 * i + 1] = cid if (cid >= 0 and lw == w) else _intern(lw)
+        return 0
+
+    def ids_in(self, Py_ssize_t start, Py_ssize_t end, bint lower=True):
+        """The ids of the whole words inside ``text[start:end]`` (lower-cased with ``lower``), as a list of
+        ints; a word the window's edge cuts, or one the full table gave no id, is -1."""
+        cdef Py_ssize_t size = len(self.text), i, j
+        if start < 0:
+            start = 0
+        if end > size:
+            end = size
+        out = []
+        if start >= end:
+            return out
+        if self.ids == NULL:
+            self._number()
+        i = self._first_ending_after(start)
+        j = self._first_starting_at(end)
+        while i < j:
+            if self.starts[i] < start or self.ends[i] > end:
+                out.append(-1)
+            else:
+                out.append(self.ids[2 * i + (1 if lower else 0)])
+            i += 1
+        return out
 
     def __len__(self):
         return self.n
@@ -394,9 +497,20 @@ cdef class WordBounds:
         cdef str text = self.text
         cdef str w
         cdef str low = self._lowered() if lower else None
+        cdef int k
+        cdef list table = _WORDS
+        if self.ids == NULL:
+            self._number()
         while i < j:
             a = self.starts[i]
             b = self.ends[i]
+            if a >= start and b <= end:
+                k = self.ids[2 * i + (1 if lower else 0)]
+                if k >= 0:  # the whole word: the table's str
+                    w = <str> table[k]
+                    out.append((a, b, w) if spans else w)
+                    i += 1
+                    continue
             if a < start:
                 a = start
             if b > end:
