@@ -63,6 +63,7 @@ COMPILED = [
 # Python semantics throughout (no C integer or float types from annotations): the compiled module computes
 # exactly what its source computes interpreted.
 KERNELS = [
+    "evqual/_untrack.pyx",
     "evqual/evidence/_align.pyx",
     "evqual/models/_treewalk.pyx",
     "evqual/text/_scan.pyx",

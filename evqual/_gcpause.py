@@ -30,7 +30,9 @@ import contextlib
 import gc
 import threading
 
-__all__ = ["gc_paused"]
+from ._build import kernel
+
+__all__ = ["gc_paused", "untrack_atomic", "untrack_settled"]
 
 _LOCK = threading.Lock()
 _STATE = {"depth": 0, "was_enabled": False}
@@ -51,3 +53,32 @@ def gc_paused():
             _STATE["depth"] -= 1
             if _STATE["depth"] == 0 and _STATE["was_enabled"]:
                 gc.enable()
+
+
+_UNTRACK = kernel("evqual._untrack", "untrack_atomic")
+
+
+def untrack_atomic(objs) -> None:
+    """Untrack the tuples and frozensets of ``objs`` that hold nothing the collector tracks (strings, numbers,
+    such tuples), so that no collection walks them (``evqual/_untrack.pyx``); without the compiled kernel,
+    nothing (the collector walks them, as before).  For containers a cache keeps: a context's postings, items
+    and token rows.
+
+    >>> t = (1, "a", (2, 3))
+    >>> untrack_atomic([t])
+    >>> gc.is_tracked(t) == (_UNTRACK is None)
+    True
+    """
+    if _UNTRACK is not None:
+        _UNTRACK(objs)
+
+
+_UNTRACK_SETTLED = kernel("evqual._untrack", "untrack_settled")
+
+
+def untrack_settled(objs) -> None:
+    """Untrack each object of ``objs`` whose references are all untracked (``evqual/_untrack.pyx``): for the
+    instances of evqual's own classes that a cache keeps and no code changes once made; without the compiled
+    kernel, nothing."""
+    if _UNTRACK_SETTLED is not None:
+        _UNTRACK_SETTLED(objs)

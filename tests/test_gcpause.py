@@ -162,3 +162,96 @@ def test_scoring_makes_no_cyclic_garbage(sample, gc_state):
     finally:
         gc.enable()
     assert found == 0, f"scoring left {found} objects in reference cycles"
+
+
+# ---------------------------------------------------------------- untracked cache containers (issue 41, session 12)
+
+
+def _untrack_kernel():
+    from evqual._gcpause import _UNTRACK
+
+    if _UNTRACK is None:
+        pytest.skip("the compiled kernel is not built (or EVQUAL_PURE_PYTHON is set)")
+
+
+def test_containers_of_strings_and_numbers_are_untracked_and_no_others():
+    _untrack_kernel()
+    from evqual._gcpause import untrack_atomic
+
+    atomic = (1, "a", 2.5, None, (3, ("b",)), frozenset({"c"}))
+    holds_list = (1, [2])
+    a_set = frozenset({"x", 4})
+    a_dict = {"k": (1, 2), "j": "v"}
+    a_list = [1, 2]
+    untrack_atomic([atomic, holds_list, a_set, a_dict, a_list])
+    assert not gc.is_tracked(atomic) and not gc.is_tracked(atomic[4]) and not gc.is_tracked(atomic[4][1])
+    assert gc.is_tracked(holds_list)  # a list can change: it could make a cycle
+    assert not gc.is_tracked(a_set) and not gc.is_tracked(a_dict)
+    assert gc.is_tracked(a_list)
+    a_dict["l"] = [a_dict]  # a dict tracks itself again when a tracked object goes in (CPython's own rule)
+    assert gc.is_tracked(a_dict)
+    a_dict.clear()
+
+
+def test_an_object_is_untracked_only_when_nothing_it_holds_is_tracked():
+    _untrack_kernel()
+    from evqual._gcpause import untrack_atomic, untrack_settled
+    from evqual.features._checks import _item
+
+    plain = _item("name", "acme", None, (frozenset({"acm"}), frozenset()), 0, 4, "Acme", 0, False, 0, 0)
+    untrack_atomic((plain.slot, plain.near))
+    holding = _item("name", "acme", [1], (frozenset({"acm"}), frozenset()), 0, 4, "Acme", 0, False, 0, 0)
+    untrack_atomic((holding.slot, holding.near))
+
+    class Node:
+        pass
+
+    cycle = Node()
+    cycle.me = cycle
+    untrack_settled([plain, holding, cycle])
+    assert not gc.is_tracked(plain)
+    assert gc.is_tracked(holding) and gc.is_tracked(cycle)
+
+
+def test_a_cached_contexts_containers_are_untracked(sample):
+    """The wiring: after a transform, the cached context's postings, unit keys, items and token rows are not
+    tracked (each fails when its call is removed)."""
+    _untrack_kernel()
+    f = _featurizer(sample)
+    f.transform(sample.examples[:6])
+    idx = f._contexts[1].get(sample.examples[0])
+    ev, units = idx.evidence_index, idx.evidence_units
+    assert not gc.is_tracked(ev.postings) and not any(map(gc.is_tracked, ev.unit_keys))
+    assert not any(gc.is_tracked((r.keys, r.spans, r.raws)[i]) for r in ev.readings for i in range(3))
+    assert not gc.is_tracked(units.postings) and not gc.is_tracked(units.words)
+    segs = list(units._seg_items)
+    assert segs, "the checks read no evidence sentence"
+    for seg in segs:
+        items, index = units.segment_items(seg)
+        assert not any(map(gc.is_tracked, items)) and not any(map(gc.is_tracked, index.values()))
+    assert not any(gc.is_tracked(t) for toks in units._toks.values() for t in toks)
+
+
+def test_untracked_context_data_is_freed_with_its_cache(sample, gc_state):
+    """An untracked container in a cycle would never be freed; featurizing with a fresh cache again and
+    again must not grow the memory Python has allocated."""
+    import tracemalloc
+
+    def once():
+        f = _featurizer(sample)
+        f.transform(sample.examples)
+
+    once()  # warm: imports, memos of words
+    gc.collect()
+    tracemalloc.start()
+    try:
+        once()
+        gc.collect()
+        base = tracemalloc.get_traced_memory()[0]
+        for _ in range(3):
+            once()
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    assert grown < 300_000, f"{grown} bytes more after three more featurizations"

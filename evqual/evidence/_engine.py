@@ -45,6 +45,7 @@ import numpy as np
 
 from .._build import kernel
 from .._deadline import check_deadline
+from .._gcpause import untrack_atomic
 from ..text import split_claims, split_sentences
 from ._lexicon import LOGIC_CLASSES, logic_lexicon, stem
 from ._reading import NEGATIVE_PREFIXES, SpanReading, read_span
@@ -227,6 +228,7 @@ def _aliases(key: str) -> tuple:
         else:
             got = (key,)
         if len(_ALIASES) < _MEMO_MAX:
+            untrack_atomic((got,))  # (before it goes in: the memo then stays a dict no collection walks)
             _ALIASES[key] = got
     return got
 
@@ -385,14 +387,19 @@ class EvidenceIndex:
             keys = set()
             for k in r.keys:
                 keys.update(_aliases(k))
-            self.unit_keys.append(keys)
             for k in keys:
                 postings.setdefault(k, []).append(u)
+            self.unit_keys.append(frozenset(keys))  # (a frozenset, which the collector need not walk)
         # kept as tuples: a tuple of ints leaves the garbage collector's lists at its first collection, a list
         # is walked by every collection of its generation for as long as the context stays cached (issue 41);
         # replaced one by one, so that a large context never holds both
         for k, v in postings.items():
             postings[k] = tuple(v)
+        # kept with the context: the tuples of numbers and strings never walked by a collection (_untrack.pyx)
+        untrack_atomic((postings,))
+        untrack_atomic(self.unit_keys)
+        for r in readings:
+            untrack_atomic((r.keys, r.spans, r.raws))
         self.postings = postings
         n = max(1, len(units))
         self.idf = {k: math.log(1.0 + (n - len(v) + 0.5) / (len(v) + 0.5)) for k, v in postings.items()}
@@ -414,6 +421,7 @@ class EvidenceIndex:
                 found.update(self.postings.get(a, ()))
             entry = (frozenset(found), np.fromiter(found, dtype=np.intp, count=len(found)))
             if len(self._present) < _PRESENT_MAX:
+                untrack_atomic((entry,))  # (before it goes in: see _aliases)
                 self._present[key] = entry
         return entry
 

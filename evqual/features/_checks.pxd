@@ -74,7 +74,7 @@ cdef class EvidenceUnits:
     @cython.locals(postings=dict, fields=list, counts=dict)
     cpdef list _sentences_small(self, stems)
 
-    @cython.locals(counts=dict, it=_Item, shared=Py_ssize_t, j=Py_ssize_t, stems=list, found=list, by_stem=dict)
+    @cython.locals(counts=dict, it=_Item, shared=Py_ssize_t, j=Py_ssize_t, stems=list, found=tuple, by_stem=dict)
     cpdef dict candidates(self, _Item item, segs=*)
 
     @cython.locals(got=dict, j=Py_ssize_t)

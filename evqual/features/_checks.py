@@ -110,6 +110,7 @@ from functools import lru_cache
 import numpy as np
 
 from .._deadline import check_deadline
+from .._gcpause import untrack_atomic, untrack_settled
 from ..text import (
     ANTONYM_PAIRS,
     MONTHS,
@@ -1001,6 +1002,7 @@ class EvidenceUnits:
             for index in (postings, words):
                 for k, v in index.items():
                     index[k] = tuple(v)
+                untrack_atomic((index,))  # (and never walked: evqual/_untrack.pyx)
         self.postings = postings
         """Stem -> evidence sentences holding it (a tuple, or a set in a :attr:`large` context)."""
         self.words = words
@@ -1024,6 +1026,7 @@ class EvidenceUnits:
             k, s, e = self.spans[seg]
             got = self._toks[seg] = _tokens(self.chunk_texts[k], s, e,
                                             self.chunk_words[k] if self.chunk_words is not None else None)
+            untrack_atomic(got)  # (rows of strings and numbers, kept with the context: evqual/_untrack.pyx)
         return got
 
     def negated(self, seg: int) -> set:
@@ -1035,8 +1038,8 @@ class EvidenceUnits:
         return got
 
     def segment_items(self, seg: int) -> tuple:
-        """``(items, index)`` of evidence sentence ``seg``: its items and ``class -> stem -> items`` (two lookups of
-        strings, whose hashes are kept, instead of one of a tuple made and hashed for each)."""
+        """``(items, index)`` of evidence sentence ``seg``: its items and ``class -> stem -> items`` (a tuple; two
+        lookups of strings, whose hashes are kept, instead of one of a tuple made and hashed for each)."""
         got = self._seg_items.get(seg)
         if got is not None:
             return got
@@ -1064,6 +1067,13 @@ class EvidenceUnits:
                 by_stem = index[it.cls] = {}
             for st in it.slot:
                 by_stem.setdefault(st, []).append(it)
+        for it in items:  # (kept with the context, and never changed again: evqual/_untrack.pyx)
+            untrack_atomic((it.slot, it.near, it.key, it.info))
+        untrack_settled(items)
+        for by_stem in index.values():  # (tuples of untracked items: untracked too)
+            for st, found in by_stem.items():
+                by_stem[st] = tuple(found)
+            untrack_atomic((by_stem,))
         got = self._seg_items[seg] = (items, index)
         return got
 
@@ -1213,6 +1223,8 @@ class EvidenceUnits:
                 marked = self._marked[seg] = _clause_marked(self.chunk_texts[k], toks)
             got = self._pred_items[(seg, j)] = _item("pred", st, (j in self.negated(seg), marked.get(j)),
                                                       _slot(toks, 0, len(toks), j, j + 1), a, b, w, k, False, seg, j)
+            untrack_atomic((got.slot, got.near, got.info))
+            untrack_settled((got,))
         return got
 
 

@@ -1,0 +1,88 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""Containers the cyclic garbage collector never needs to walk, untracked when they are made (issue 41).
+
+A new context leaves about 3,700 tracked containers in the context cache (its words' offsets, item keys,
+postings, token rows), and the first collection after they are made walks every one of them: about a
+millisecond, a tenth of scoring an answer to a new context.  Most are tuples and frozensets of strings and
+numbers.  Such a container can never be part of a reference cycle, so CPython's own collector untracks tuples
+like these once it has walked them (``untrack_tuples``); this does it when they are made, and does it for
+frozensets too, which CPython never untracks.
+
+Only exact tuples, frozensets and dicts are untracked, and only when nothing they hold is tracked (a string, a
+number, an untracked tuple or frozenset, a numpy array): what the collector itself decides for a tuple or a
+dict (a dict tracks itself again when a tracked object is put in it).  A
+container holding anything it tracks stays tracked, so no cycle can be hidden from it.  Without a compiler
+:func:`evqual._gcpause.untrack_atomic` does nothing, which changes no result: the collector walks them as before.
+"""
+
+from cpython.object cimport PyObject, PyTypeObject, visitproc
+
+cdef extern from "Python.h":
+    int PyObject_GC_IsTracked(object)
+    void PyObject_GC_UnTrack(void*)
+    bint PyTuple_CheckExact(object)
+    bint PyFrozenSet_CheckExact(object)
+    bint PyDict_CheckExact(object)
+
+
+cdef bint _untrack(object o, int depth):
+    """Untrack ``o`` when it is an exact tuple, frozenset or dict holding nothing tracked (the tuples and
+    frozensets it holds untracked first, ``depth`` levels down); whether it is untracked now.
+
+    A dict is what CPython's collector untracks itself (``_PyDict_MaybeUntrack``), and a dict re-tracks itself
+    when a tracked object is put in it; a tuple or frozenset cannot change."""
+    if not PyObject_GC_IsTracked(o):
+        return True
+    if PyDict_CheckExact(o):
+        for k, v in (<dict> o).items():
+            if PyObject_GC_IsTracked(k) or (PyObject_GC_IsTracked(v) and (depth <= 0 or not _untrack(v, depth - 1))):
+                return False
+        PyObject_GC_UnTrack(<void*> o)
+        return True
+    if not (PyTuple_CheckExact(o) or PyFrozenSet_CheckExact(o)):
+        return False
+    for x in o:
+        if PyObject_GC_IsTracked(x) and (depth <= 0 or not _untrack(x, depth - 1)):
+            return False
+    PyObject_GC_UnTrack(<void*> o)
+    return True
+
+
+def untrack_atomic(objs):
+    """Untrack each tuple, frozenset or dict of ``objs`` that holds nothing tracked (tuples, frozensets and
+    dicts inside it, three levels down, untracked first); returns how many of ``objs`` are untracked now."""
+    cdef Py_ssize_t n = 0
+    for o in objs:
+        if _untrack(o, 3):
+            n += 1
+    return n
+
+
+cdef int _note_tracked(PyObject* x, void* found) except -1:
+    """The collector's visit function: note a referent it tracks."""
+    if PyObject_GC_IsTracked(<object> x):
+        (<int*> found)[0] = 1
+    return 0
+
+
+def untrack_settled(objs):
+    """Untrack each object of ``objs`` whose references (what the collector visits) are all untracked now: an
+    object that can be in no reference cycle as long as nothing it holds is replaced.  For the cached instances
+    of evqual's own classes that no code changes once made (a context's items); returns how many of ``objs``
+    are untracked now."""
+    cdef Py_ssize_t n = 0
+    cdef int found
+    cdef PyTypeObject* tp
+    for o in objs:
+        if not PyObject_GC_IsTracked(o):
+            n += 1
+            continue
+        tp = (<PyObject*> o).ob_type
+        if tp.tp_traverse is NULL:
+            continue
+        found = 0
+        tp.tp_traverse(<PyObject*> o, <visitproc> _note_tracked, &found)
+        if not found:
+            PyObject_GC_UnTrack(<void*> o)
+            n += 1
+    return n
