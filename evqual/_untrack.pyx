@@ -9,8 +9,10 @@ like these once it has walked them (``untrack_tuples``); this does it when they 
 frozensets too, which CPython never untracks.
 
 Only exact tuples, frozensets and dicts are untracked, and only when nothing they hold is tracked (a string, a
-number, an untracked tuple or frozenset, a numpy array): what the collector itself decides for a tuple or a
-dict (a dict tracks itself again when a tracked object is put in it).  A
+number, a numpy array, or a container untracked before).  That is the collector's own rule for a tuple, except
+that CPython counts any container but a tuple as possibly tracked; here an untracked one counts as untracked
+(a context's items, :func:`untrack_settled`).  So these functions are only for what no code changes once it is
+made: the caches of a context.  A dict tracks itself again when any container is put in it.  A
 container holding anything it tracks stays tracked, so no cycle can be hidden from it.  Without a compiler
 :func:`evqual._gcpause.untrack_atomic` does nothing, which changes no result: the collector walks them as before.
 """
@@ -29,8 +31,8 @@ cdef bint _untrack(object o, int depth):
     """Untrack ``o`` when it is an exact tuple, frozenset or dict holding nothing tracked (the tuples and
     frozensets it holds untracked first, ``depth`` levels down); whether it is untracked now.
 
-    A dict is what CPython's collector untracks itself (``_PyDict_MaybeUntrack``), and a dict re-tracks itself
-    when a tracked object is put in it; a tuple or frozenset cannot change."""
+    CPython's collector untracks such dicts itself (``_PyDict_MaybeUntrack``), and a dict tracks itself again
+    when a container is put in it; a tuple or frozenset cannot change."""
     if not PyObject_GC_IsTracked(o):
         return True
     if PyDict_CheckExact(o):

@@ -227,7 +227,9 @@ def test_a_cached_contexts_containers_are_untracked(sample):
     segs = list(units._seg_items)
     assert segs, "the checks read no evidence sentence"
     for seg in segs:
-        items, index = units.segment_items(seg)
+        got = units.segment_items(seg)
+        items, index = got
+        assert not gc.is_tracked(got) and not gc.is_tracked(items) and not gc.is_tracked(index)
         assert not any(map(gc.is_tracked, items)) and not any(map(gc.is_tracked, index.values()))
     assert not any(gc.is_tracked(t) for toks in units._toks.values() for t in toks)
 

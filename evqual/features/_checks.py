@@ -1038,8 +1038,9 @@ class EvidenceUnits:
         return got
 
     def segment_items(self, seg: int) -> tuple:
-        """``(items, index)`` of evidence sentence ``seg``: its items and ``class -> stem -> items`` (a tuple; two
-        lookups of strings, whose hashes are kept, instead of one of a tuple made and hashed for each)."""
+        """``(items, index)`` of evidence sentence ``seg``: its items (a tuple) and ``class -> stem -> items`` (a
+        tuple; two lookups of strings, whose hashes are kept, instead of one of a tuple made and hashed for
+        each)."""
         got = self._seg_items.get(seg)
         if got is not None:
             return got
@@ -1074,7 +1075,8 @@ class EvidenceUnits:
             for st, found in by_stem.items():
                 by_stem[st] = tuple(found)
             untrack_atomic((by_stem,))
-        got = self._seg_items[seg] = (items, index)
+        got = self._seg_items[seg] = (tuple(items), index)
+        untrack_atomic((got,))
         return got
 
     def seg_stems(self, seg: int) -> frozenset:
