@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import contextlib
 import os
 import platform
 import resource
@@ -90,6 +91,29 @@ def bench_featurize(data=None, *, entity_backend: str = "regex", repeat: int = 3
     }
 
 
+@contextlib.contextmanager
+def _collections_timed():
+    """``{"seconds", "count"}`` of the garbage collector's collections while the block runs
+    (``gc.callbacks``: the time from each collection's start to its stop)."""
+    import gc
+
+    got = {"seconds": 0.0, "count": 0}
+    started = []
+
+    def callback(phase, info):
+        if phase == "start":
+            started.append(time.perf_counter())
+        elif started:
+            got["seconds"] += time.perf_counter() - started.pop()
+            got["count"] += 1
+
+    gc.callbacks.append(callback)
+    try:
+        yield got
+    finally:
+        gc.callbacks.remove(callback)
+
+
 def bench_score(data=None, model=None, *, limit: int | None = None, batch_repeat: int = 3,
                 batch_size: int = 64, new_contexts: bool = False) -> dict:
     """Latency of scoring one answer at a time with a saved model: the full result.
@@ -110,9 +134,12 @@ def bench_score(data=None, model=None, *, limit: int | None = None, batch_repeat
     -------
     dict
         ``{"responses", "ms_p50", "ms_p95", "ms_mean", "responses_per_s",
-        "batch_responses_per_s", "risk_only_ms_p50", "peak_rss_mb", "model",
-        "method", "span_tagger"}``; ``responses_per_s`` is one-at-a-time
-        throughput.
+        "batch_responses_per_s", "risk_only_ms_p50", "gc_ms_per_response",
+        "gc_collections", "peak_rss_mb", "model", "method", "span_tagger"}``;
+        ``responses_per_s`` is one-at-a-time throughput, ``gc_ms_per_response``
+        the time Python's cyclic garbage collector took during the one-at-a-time
+        calls (``gc.callbacks``), per answer, and ``gc_collections`` how many
+        collections ran then.
     """
     import warnings
 
@@ -134,10 +161,11 @@ def bench_score(data=None, model=None, *, limit: int | None = None, batch_repeat
         examples = examples[:limit]
     scorer.score_batch(examples[:1])  # warm-up
     times = []
-    for ex in examples:
-        start = time.perf_counter()
-        scorer.score_batch([ex])
-        times.append(time.perf_counter() - start)
+    with _collections_timed() as collections:
+        for ex in examples:
+            start = time.perf_counter()
+            scorer.score_batch([ex])
+            times.append(time.perf_counter() - start)
     ms = np.array(times) * 1000.0
     risk_only = []
     for ex in examples[: min(len(examples), 1000)]:
@@ -159,6 +187,8 @@ def bench_score(data=None, model=None, *, limit: int | None = None, batch_repeat
         "batch_responses_per_s": round(len(examples) / min(batch), 1),
         "batch_size": batch_size,
         "risk_only_ms_p50": round(float(np.percentile(np.array(risk_only) * 1000.0, 50)), 3),
+        "gc_ms_per_response": round(collections["seconds"] * 1000.0 / max(1, len(examples)), 3),
+        "gc_collections": collections["count"],
         "peak_rss_mb": round(peak_rss_mb(), 1),
         "model": str(model or default_model_path()),
         "method": det.method,

@@ -57,6 +57,20 @@ def test_bench_score_new_contexts_keeps_one_answer_per_context():
     res = bench_score(new_contexts=True, batch_repeat=1)
     assert res["new_contexts"] is True and res["responses"] == distinct
     assert res["ms_p50"] > 0
+    assert res["gc_ms_per_response"] >= 0 and res["gc_collections"] >= 0
+
+
+def test_the_collections_timer_counts_collections_and_removes_its_callback():
+    import gc
+
+    from evqual.bench import _collections_timed
+
+    before = list(gc.callbacks)
+    with _collections_timed() as got:
+        gc.collect()
+        gc.collect()
+    assert got["count"] == 2 and got["seconds"] > 0
+    assert gc.callbacks == before
 
 
 def test_bench_script_errors_are_one_line_not_tracebacks(tmp_path):
