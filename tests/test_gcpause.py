@@ -232,6 +232,7 @@ def test_a_cached_contexts_containers_are_untracked(sample):
         assert not gc.is_tracked(got) and not gc.is_tracked(items) and not gc.is_tracked(index)
         assert not any(map(gc.is_tracked, items)) and not any(map(gc.is_tracked, index.values()))
     assert not any(gc.is_tracked(t) for toks in units._toks.values() for t in toks)
+    assert not gc.is_tracked(idx.bigrams) and not any(map(gc.is_tracked, idx.bigrams))
 
 
 def test_untracked_context_data_is_freed_with_its_cache(sample, gc_state):

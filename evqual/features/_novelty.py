@@ -76,7 +76,7 @@ def is_novel(t: str, vocab, query_vocab, stems=frozenset(), q_stems=frozenset())
     return st not in stems and st not in q_stems
 
 
-def novelty_sentence(sent_tokens, vocab, query_vocab: set, bigrams: set, stems=frozenset(),
+def novelty_sentence(sent_tokens, vocab, query_vocab: set, bigrams: frozenset, stems=frozenset(),
                      q_stems=frozenset()) -> dict:
     n = len(sent_tokens)
     count, brate, run = np.zeros(n), np.zeros(n), np.zeros(n)

@@ -36,6 +36,7 @@ from collections import Counter, OrderedDict
 import numpy as np
 
 from .._deadline import check_deadline
+from .._gcpause import untrack_atomic
 from ..text import STOP_WORDS, US_STATES, context_number_values
 from ..text import TOKEN_PATTERN, TextWords
 
@@ -200,10 +201,12 @@ class ContextIndex:
         so they weigh in no BM25 or TF-IDF score, only in the support of names and novel words."""
 
     @property
-    def bigrams(self) -> set:
-        """Adjacent content-token pairs of every chunk (computed on first use)."""
+    def bigrams(self) -> frozenset:
+        """Adjacent content-token pairs of every chunk (computed on first use; a frozenset of tuples of strings,
+        which the garbage collector need not walk for as long as the context is cached)."""
         if self._bigrams is None:
-            self._bigrams = {p for toks in self.chunk_tokens for p in zip(toks, toks[1:])}
+            self._bigrams = frozenset([p for toks in self.chunk_tokens for p in zip(toks, toks[1:])])
+            untrack_atomic((self._bigrams,))
         return self._bigrams
 
     @property
