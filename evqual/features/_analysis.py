@@ -138,6 +138,9 @@ _RESP_NAMES = ["evidence." + n for n in CLAIM_FEATURES]
 _SENT_NAMES = ["sent.evidence." + n for n in CLAIM_FEATURES]
 
 
+_TRUE = np.ones(1, dtype=bool)
+
+
 def _evidence_features(reading, sentences):
     """Response and sentence features of the ``evidence`` family from an engine :class:`~evqual.evidence.Reading`:
     the max over the claims (for the features of :data:`~evqual.features.EVIDENCE_MIN`, the min).
@@ -157,7 +160,7 @@ def _evidence_features(reading, sentences):
     if not claims:
         resp.update(zip(_RESP_NAMES, [0.0] * k))
         return resp, dict(zip(_SENT_NAMES, S.T))
-    M = np.vstack([c.features for c in claims])
+    M = np.concatenate([c.features for c in claims]).reshape(len(claims), k)  # (np.vstack's rows, in C)
     M *= _SIGN
     resp.update(zip(_RESP_NAMES, (M.max(axis=0) * _SIGN).tolist()))
     if n_sent:
@@ -170,7 +173,8 @@ def _evidence_features(reading, sentences):
         if len(owner) == 1:
             S[owner[0]] = M[0] * _SIGN
         else:
-            starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+            starts = np.concatenate((_TRUE, owner[1:] != owner[:-1])).nonzero()[0]  # (np.r_ and
+            # np.flatnonzero are Python functions around these calls)
             S[owner[starts]] = np.maximum.reduceat(M, starts, axis=0) * _SIGN
     return resp, dict(zip(_SENT_NAMES, S.T))
 
@@ -181,7 +185,7 @@ def claim_sentences(claims, sentences) -> np.ndarray:
     if not len(starts):
         return np.zeros(len(claims), dtype=np.int64)
     at = np.asarray([c.start for c in claims], dtype=np.int64)
-    return np.maximum(np.searchsorted(starts, at, side="right") - 1, 0)
+    return np.maximum(starts.searchsorted(at, side="right") - 1, 0)
 
 
 def analyze(example, entities, cache: ContextCache | None = None, claims=None, engine=None) -> Analysis:
