@@ -126,6 +126,7 @@ from ..text import (
     split_sentences,
     word_spans,
 )
+from ._reduce import _MAX, _SUM
 
 __all__ = ["CHECKS", "CLAIM_BACKEND", "EvidenceUnits", "Finding", "MIN_SLOT", "UNSUPPORTED_MIN",
            "UNSUPPORTED_SHARE", "WINDOW", "checks_response", "claim_checks", "split_claims", "stem"]
@@ -1986,7 +1987,7 @@ def checks_response(sent: dict) -> dict:
     out = {}
     for c in CHECKS + ("any",):
         v = sent[f"sent.check.{c}.v1"]
-        out[f"check.{c}.v1"] = float(v.max()) if len(v) else 0.0
+        out[f"check.{c}.v1"] = float(_MAX(v, None)) if len(v) else 0.0
     v = sent["sent.check.any.v1"]
-    out["check.sentences.v1"] = float((v > 0).sum())
+    out["check.sentences.v1"] = float(_SUM(v > 0, None))
     return out

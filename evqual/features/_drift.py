@@ -19,6 +19,7 @@ import numpy as np
 
 from ..text import extract_numbers
 from ._similarity import split_tokens
+from ._reduce import _MAX, _SUM
 
 
 _REFERENCE_RE = re.compile(r"\b(?:passages?|steps?|sections?|figures?|tables?|chapters?|options?|items?|parts?|"
@@ -114,10 +115,10 @@ def drift_sentence(numbers, unsup_numbers, conflicts, entities, unsup_entities) 
 
 
 def drift_response(sent: dict) -> dict:
-    n_num = float(sent["sent.number.count.v2"].sum())
-    u_num = float(sent["sent.number.unsupported_count.v2"].sum())
-    n_ent = float(sent["sent.entity.count.v1"].sum())
-    u_ent = float(sent["sent.entity.unsupported_count.v1"].sum())
+    n_num = float(_SUM(sent["sent.number.count.v2"], None))
+    u_num = float(_SUM(sent["sent.number.unsupported_count.v2"], None))
+    n_ent = float(_SUM(sent["sent.entity.count.v1"], None))
+    u_ent = float(_SUM(sent["sent.entity.unsupported_count.v1"], None))
     conflict = sent["sent.number.conflict.v2"]
     return {
         "entity.count.v1": n_ent,
@@ -126,5 +127,5 @@ def drift_response(sent: dict) -> dict:
         "number.count.v2": n_num,
         "number.unsupported_count.v2": u_num,
         "number.new_rate.v2": u_num / n_num if n_num else 0.0,
-        "number.conflict.v2": float(conflict.max()) if len(conflict) else 0.0,
+        "number.conflict.v2": float(_MAX(conflict, None)) if len(conflict) else 0.0,
     }

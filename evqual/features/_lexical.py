@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from ._reduce import _MAX, _MIN, _SUM
 
 ECS_WEIGHTS = {"recall": 0.25, "jaccard": 0.15, "tfidf": 0.20, "bm25": 0.20, "number": 0.10, "entity": 0.10}
 
@@ -40,12 +41,12 @@ def normalized_entropy(values: np.ndarray) -> float:
     n = len(values)
     if n <= 1:
         return 1.0
-    total = float(values.sum())
+    total = float(_SUM(values, None))
     if total <= 0:
         return 0.0
     p = values / total
     p = p[p > 0]
-    h = float(-(p * np.log(p)).sum())
+    h = float(-_SUM(p * np.log(p), None))
     return min(1.0, max(0.0, h / math.log(n)))
 
 
@@ -62,7 +63,7 @@ def support_features(match) -> dict:
     if len(s) == 0:
         return {"support.mean.v1": 1.0, "support.min.v1": 1.0, "support.max.v1": 1.0,
                 "support.margin.v1": 0.0, "support.entropy.v1": 1.0}
-    lo, hi = float(s.min()), float(s.max())
+    lo, hi = float(_MIN(s, None)), float(_MAX(s, None))
     return {
         "support.mean.v1": float(s.mean()),
         "support.min.v1": lo,
@@ -99,7 +100,7 @@ def chain_features(match, ecs_values: np.ndarray) -> dict:
         "chain.tfidf.min.v1": lo[4],
         "chain.ecs.mean.v2": mean[5],
         "chain.ecs.min.v2": lo[5],
-        "chain.ecs.max.v2": float(ecs_values.max()),
+        "chain.ecs.max.v2": float(_MAX(ecs_values, None)),
     }
 
 

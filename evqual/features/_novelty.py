@@ -26,6 +26,7 @@ import numpy as np
 
 from ._checks import stem
 from ._structure import has_negation
+from ._reduce import _MAX, _SUM
 
 __all__ = ["ANTONYMS", "is_novel", "query_stems", "novelty_sentence", "novelty_response", "negation_sentence", "negation_response"]
 
@@ -97,11 +98,11 @@ def novelty_sentence(sent_tokens, vocab, query_vocab: set, bigrams: frozenset, s
 def novelty_response(sent: dict, sent_tokens) -> dict:
     pairs = np.array([max(0, len(t) - 1) for t in sent_tokens], dtype=np.float64)
     rate = sent["sent.novelty.bigram_rate.v1"]
-    total = float(pairs.sum())
+    total = float(_SUM(pairs, None))
     run = sent["sent.novelty.run.v1"]
-    return {"novelty.tokens.v1": float(sent["sent.novelty.tokens.v1"].sum()),
-            "novelty.bigram_rate.v1": float((rate * pairs).sum() / total) if total else 0.0,
-            "novelty.run.max.v1": float(run.max()) if len(run) else 0.0}
+    return {"novelty.tokens.v1": float(_SUM(sent["sent.novelty.tokens.v1"], None)),
+            "novelty.bigram_rate.v1": float(_SUM(rate * pairs, None) / total) if total else 0.0,
+            "novelty.run.max.v1": float(_MAX(run, None)) if len(run) else 0.0}
 
 
 def negation_sentence(output: str, sentences, sent_tokens, nearest, recall, index) -> dict:
@@ -126,5 +127,5 @@ def negation_sentence(output: str, sentences, sent_tokens, nearest, recall, inde
 
 def negation_response(sent: dict) -> dict:
     m, a = sent["sent.negation.mismatch.v1"], sent["sent.negation.antonym.v1"]
-    return {"negation.mismatch.v1": float(m.max()) if len(m) else 0.0,
-            "negation.antonym.v1": float(a.max()) if len(a) else 0.0}
+    return {"negation.mismatch.v1": float(_MAX(m, None)) if len(m) else 0.0,
+            "negation.antonym.v1": float(_MAX(a, None)) if len(a) else 0.0}

@@ -27,6 +27,7 @@ import re
 import numpy as np
 
 from ..text import STOP_WORDS, TOKEN_PATTERN, has_cue_word
+from ._reduce import _SUM
 
 __all__ = ["parse_fields", "structure_sentence", "structure_response", "token_set", "KNOWN_ATTRIBUTES", "NEGATION_RE",
            "NEGATION_WORDS", "has_negation", "candidate_fields", "field_lookup", "mentions_field"]
@@ -190,6 +191,6 @@ def structure_sentence(output: str, sentences, sent_tokens, fields, field_keys, 
 
 
 def structure_response(sent: dict) -> dict:
-    return {"structure.conflict.v1": float(sent["sent.structure.conflict.v1"].sum()),
-            "structure.null.v1": float(sent["sent.structure.null.v1"].sum()),
-            "structure.absent.v1": float(sent["sent.structure.absent.v1"].sum())}
+    return {"structure.conflict.v1": float(_SUM(sent["sent.structure.conflict.v1"], None)),
+            "structure.null.v1": float(_SUM(sent["sent.structure.null.v1"], None)),
+            "structure.absent.v1": float(_SUM(sent["sent.structure.absent.v1"], None))}

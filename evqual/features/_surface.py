@@ -13,6 +13,7 @@ import re
 import numpy as np
 
 from ._registry import TASKS
+from ._reduce import _MAX
 
 REFUSAL_PATTERN = (
     r"\b(?:unable to (?:answer|provide|determine|find|say|give)"
@@ -86,7 +87,7 @@ def refusal_sentence(output: str, sentences, words=None) -> np.ndarray:
 def refusal_response(flags: np.ndarray) -> dict:
     if not len(flags):
         return {"refusal.any.v1": 0.0, "refusal.rate.v1": 0.0}
-    return {"refusal.any.v1": float(flags.max()), "refusal.rate.v1": float(flags.mean())}
+    return {"refusal.any.v1": float(_MAX(flags, None)), "refusal.rate.v1": float(flags.mean())}
 
 
 def task_features(task_type: str | None, prefix: str = "") -> dict:
