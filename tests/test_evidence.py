@@ -393,3 +393,29 @@ def test_compiled_alignment_refuses_evidence_ids_it_cannot_index():
         align(["w:a"], [0])
     assert align([10 ** 12, -(10 ** 12)], [0, 1]) == ([(0, 2, 0, 2)], 0, 0)  # unknown claim ids match nothing
     assert align([], []) == ([], 0, 0)
+
+
+def test_the_engines_fast_constructors_make_the_dataclasses_objects():
+    """The engine builds Differences and ClaimEvidence without the dataclasses' generated __init__ (issue 41,
+    session 12): each must be the object the class makes, field for field and in the dict's order."""
+    import dataclasses
+
+    from evqual.evidence import ClaimEvidence, Difference
+    from evqual.evidence._engine import _claim_evidence, _difference
+
+    d = _difference("name", "swap", (0, 4), "Acme", (0, 1, 5), "Bolt")
+    want = Difference("name", "swap", (0, 4), "Acme", (0, 1, 5), "Bolt")
+    assert d == want and hash(d) == hash(want) and repr(d) == repr(want) and vars(d) == vars(want)
+    assert list(vars(d)) == [f.name for f in dataclasses.fields(Difference)]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        d.kind = "novel"
+    assert dataclasses.replace(d, kind="novel") == Difference("name", "novel", (0, 4), "Acme", (0, 1, 5), "Bolt")
+    c = _claim_evidence(0, 4, "Acme", None, 0.5, np.zeros(3), [d])
+    want_c = ClaimEvidence(0, 4, "Acme", None, 0.5, c.features, [d])
+    assert list(vars(c)) == list(vars(want_c)) and repr(c) == repr(want_c)
+    reading = EvidenceEngine().read("Bolt Corp opened a plant in 1990 in Ohio.", ["Acme opened a plant in 1932."])
+    for claim in reading.claims:
+        assert type(claim) is ClaimEvidence and list(vars(claim)) == list(vars(want_c))
+        for diff in claim.differences:
+            assert diff == Difference(*dataclasses.astuple(diff)) and list(vars(diff)) == list(vars(d))
+    assert any(claim.differences for claim in reading.claims)

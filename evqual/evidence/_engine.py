@@ -170,6 +170,27 @@ class ClaimEvidence:
     differences: list = field(default_factory=list)
 
 
+_new = object.__new__
+
+
+def _difference(cls, kind, claim, claim_text, evidence, evidence_text, sense=""):
+    """``Difference(...)`` without the frozen dataclass's generated ``__init__`` (a Python function that sets
+    each field through ``object.__setattr__``, about 2 us): the same fields in the same order in the
+    instance's dict, so the same object (``tests/test_evidence.py`` compares the two)."""
+    d = _new(Difference)
+    d.__dict__.update({"cls": cls, "kind": kind, "claim": claim, "claim_text": claim_text, "evidence": evidence,
+                       "evidence_text": evidence_text, "sense": sense})
+    return d
+
+
+def _claim_evidence(start, end, text, unit, strength, features, differences):
+    """``ClaimEvidence(...)`` without the dataclass's generated ``__init__`` (see :func:`_difference`)."""
+    c = _new(ClaimEvidence)
+    c.__dict__.update({"start": start, "end": end, "text": text, "unit": unit, "strength": strength,
+                       "features": features, "differences": differences})
+    return c
+
+
 @dataclass
 class Reading:
     """What the engine read in one answer: its claims in order."""
@@ -666,7 +687,7 @@ def _read_claim(output: str, start: int, end: int, idx: EvidenceIndex, query_key
             if status_of[k] in ("second", "elsewhere") and us and _all_negated(idx.negated, us):
                 nb += 1
                 i = first[k]
-                diffs.append(Difference("word", "borrowed_negated", *_claim_span(r, output, i), None, ""))
+                diffs.append(_difference("word", "borrowed_negated", *_claim_span(r, output, i), None, ""))
         f[_COL["word.borrowed_negated.v1"]] = nb
     # the word alignment of the claim with its evidence sentence
     ev_keys = ev_reading.keys if ev_reading else ()
@@ -708,14 +729,14 @@ def _read_claim(output: str, start: int, end: int, idx: EvidenceIndex, query_key
             if local and block_len.get(i, 0) <= _SWAP_SLOT:
                 # another name stands where this one stands, the words around aligned: a conflict
                 ev, et = _ev_span(idx, ev_reading, unit, frozenset(local).__contains__)
-                diffs.append(Difference("name", "swap", *_claim_span(r, output, i), ev, et))
+                diffs.append(_difference("name", "swap", *_claim_span(r, output, i), ev, et))
             # a name elsewhere in the aligned sentence, or in a long stretch the alignment could not pair,
             # contradicts nothing (issue 24: "'Arkansas' where the aligned evidence names 'CEOs'", a
             # 9-item stretch against 12): the name is borrowed from another passage, or unsupported
             elif st in ("second", "elsewhere"):
-                diffs.append(Difference("name", "borrowed", *_claim_span(r, output, i), None, ""))
+                diffs.append(_difference("name", "borrowed", *_claim_span(r, output, i), None, ""))
             elif st == "novel":
-                diffs.append(Difference("name", "novel", *_claim_span(r, output, i), None, ""))
+                diffs.append(_difference("name", "novel", *_claim_span(r, output, i), None, ""))
         elif k[0] == "v":
             kind = value_kind(k[2:])
 
@@ -724,9 +745,9 @@ def _read_claim(output: str, start: int, end: int, idx: EvidenceIndex, query_key
             if local or far:
                 f[_COL["value.conflict.v1" if local else "value.conflict_far.v1"]] += 1
                 ev, et = _ev_span(idx, ev_reading, unit, frozenset(local or far).__contains__)
-                diffs.append(Difference("value", "conflict", *_claim_span(r, output, i), ev, et))
+                diffs.append(_difference("value", "conflict", *_claim_span(r, output, i), ev, et))
             else:
-                diffs.append(Difference("value", "borrowed" if st in ("second", "elsewhere") else "novel",
+                diffs.append(_difference("value", "borrowed" if st in ("second", "elsewhere") else "novel",
                                         *_claim_span(r, output, i), None, ""))
     # novel words as one difference per run, borrowed words one each (capped)
     _word_diffs(keys, r.spans, output, status_of, diffs)
@@ -742,7 +763,7 @@ def _read_claim(output: str, start: int, end: int, idx: EvidenceIndex, query_key
             if (w.startswith(p) and "w:" + w[len(p):] in ev_words) or ("w:" + p + w) in ev_words:
                 f[_COL["polarity.prefix.v1"]] += 1
                 ev, et = _ev_span(idx, ev_reading, unit, ("w:" + w[len(p):], "w:" + p + w).__contains__)
-                diffs.append(Difference("polarity", "prefix", *_claim_span(r, output, i), ev, et))
+                diffs.append(_difference("polarity", "prefix", *_claim_span(r, output, i), ev, et))
                 break
     # opposites
     opp = _opposite_stems()
@@ -753,7 +774,7 @@ def _read_claim(output: str, start: int, end: int, idx: EvidenceIndex, query_key
         if hits:
             f[_COL["opposite.conflict.v1"]] += 1
             ev, et = _ev_span(idx, ev_reading, unit, partial(_word_in, hits))
-            diffs.append(Difference("opposite", "conflict", *_claim_span(r, output, i), ev, et))
+            diffs.append(_difference("opposite", "conflict", *_claim_span(r, output, i), ev, et))
     # order of shared names and values, and of all shared items
     if ev_reading is not None:
         shared = [(first[k], ev_pos[k]) for k in items if k in ev_pos]
@@ -761,7 +782,7 @@ def _read_claim(output: str, start: int, end: int, idx: EvidenceIndex, query_key
         rev = _reversed_pairs(nv)
         f[_COL["order.reversed.v1"]] = rev
         if rev:
-            diffs.append(Difference("order", "reversed", (start, end), output[start:end],
+            diffs.append(_difference("order", "reversed", (start, end), output[start:end],
                                     (unit[0], unit[1], unit[2]), idx.chunks[unit[0]][unit[1]:unit[2]]))
         conc = disc = 0
         for x in range(len(shared)):
@@ -811,10 +832,10 @@ def _read_claim(output: str, start: int, end: int, idx: EvidenceIndex, query_key
                 cspan, ctext = None, ""
             ev, et = _ev_span(idx, ev_reading, unit, frozenset([f"L:{c}:{x}" for x in d_set]).__contains__) \
                 if d_set else (None, "")
-            diffs.append(Difference(c, kind, cspan, ctext, ev, et,
+            diffs.append(_difference(c, kind, cspan, ctext, ev, et,
                                     "/".join([",".join(sorted(a_set)), ",".join(sorted(d_set))])))
     strength = float(f[_COL["align.recall.v1"]])
-    return ClaimEvidence(start, end, output[start:end], unit, strength, np.array(f, dtype=np.float64), diffs)
+    return _claim_evidence(start, end, output[start:end], unit, strength, np.array(f, dtype=np.float64), diffs)
 
 
 def _ev_span(idx, reading, u, key_pred):
@@ -1010,14 +1031,14 @@ def _word_diffs(keys, spans, output, status_of, diffs, cap: int = 6) -> None:
             run = (run[0], spans[i][1]) if run else spans[i]
             continue
         if run:
-            diffs.append(Difference("word", "novel", run, output[run[0]:run[1]], None, ""))
+            diffs.append(_difference("word", "novel", run, output[run[0]:run[1]], None, ""))
             n += 1
             run = None
         if st in ("second", "elsewhere") and n < cap:
-            diffs.append(Difference("word", "borrowed", spans[i], output[spans[i][0]:spans[i][1]], None, ""))
+            diffs.append(_difference("word", "borrowed", spans[i], output[spans[i][0]:spans[i][1]], None, ""))
             n += 1
     if run:
-        diffs.append(Difference("word", "novel", run, output[run[0]:run[1]], None, ""))
+        diffs.append(_difference("word", "novel", run, output[run[0]:run[1]], None, ""))
 
 
 def _derived(key: str, numbers) -> bool:
