@@ -59,10 +59,10 @@ _UNTRACK = kernel("evqual._untrack", "untrack_atomic")
 
 
 def untrack_atomic(objs) -> None:
-    """Untrack the tuples and frozensets of ``objs`` that hold nothing the collector tracks (strings, numbers,
-    such tuples), so that no collection walks them (``evqual/_untrack.pyx``); without the compiled kernel,
-    nothing (the collector walks them, as before).  For containers a cache keeps: a context's postings, items
-    and token rows.
+    """Untrack the tuples, frozensets and dicts of ``objs`` that hold nothing the collector tracks (strings,
+    numbers, such containers), so that no collection walks them (``evqual/_untrack.pyx``); without the compiled
+    kernel, nothing (the collector walks them, as before).  Only for containers a cache keeps and no code
+    changes once made: a context's postings, items and token rows.
 
     >>> t = (1, "a", (2, 3))
     >>> untrack_atomic([t])

@@ -1,9 +1,9 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """Containers the cyclic garbage collector never needs to walk, untracked when they are made (issue 41).
 
-A new context leaves about 3,700 tracked containers in the context cache (its words' offsets, item keys,
-postings, token rows), and the first collection after they are made walks every one of them: about a
-millisecond, a tenth of scoring an answer to a new context.  Most are tuples and frozensets of strings and
+A new context left thousands of tracked containers in the context cache (item keys, postings, token rows,
+the checks' items), and the collections after they were made walked every one of them: about a millisecond,
+a tenth of scoring an answer to a new context (``scripts/bench.py score --new-contexts`` reports it).  Most are tuples and frozensets of strings and
 numbers.  Such a container can never be part of a reference cycle, so CPython's own collector untracks tuples
 like these once it has walked them (``untrack_tuples``); this does it when they are made, and does it for
 frozensets too, which CPython never untracks.
@@ -12,8 +12,8 @@ Only exact tuples, frozensets and dicts are untracked, and only when nothing the
 number, a numpy array, or a container untracked before).  That is the collector's own rule for a tuple, except
 that CPython counts any container but a tuple as possibly tracked; here an untracked one counts as untracked
 (a context's items, :func:`untrack_settled`).  So these functions are only for what no code changes once it is
-made: the caches of a context.  A dict tracks itself again when any container is put in it.  A
-container holding anything it tracks stays tracked, so no cycle can be hidden from it.  Without a compiler
+made: the caches of a context.  A dict tracks itself again when any container is put in it, and a
+container holding anything tracked stays tracked.  Without a compiler
 :func:`evqual._gcpause.untrack_atomic` does nothing, which changes no result: the collector walks them as before.
 """
 
