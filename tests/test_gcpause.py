@@ -215,7 +215,8 @@ def test_an_object_is_untracked_only_when_nothing_it_holds_is_tracked():
 
 def test_a_cached_contexts_containers_are_untracked(sample):
     """The wiring: after a transform, the cached context's postings, unit keys, items and token rows are not
-    tracked (each fails when its call is removed)."""
+    tracked.  (A collection may untrack some of the tuples and dicts itself; never the frozensets or the
+    items, whose assertions fail when their calls are removed.)"""
     _untrack_kernel()
     f = _featurizer(sample)
     f.transform(sample.examples[:6])
