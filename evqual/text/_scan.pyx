@@ -433,18 +433,13 @@ cdef class WordBounds:
     def ids_in(self, Py_ssize_t start, Py_ssize_t end, bint lower=True):
         """The ids of the whole words inside ``text[start:end]`` (lower-cased with ``lower``), as a list of
         ints; a word the window's edge cuts, or one the full table gave no id, is -1."""
-        cdef Py_ssize_t size = len(self.text), i, j
-        if start < 0:
-            start = 0
-        if end > size:
-            end = size
+        cdef Py_ssize_t i, j
+        start, end, i, j = self._clamped(start, end)
         out = []
-        if start >= end:
+        if i >= j:
             return out
         if self.ids == NULL:
             self._number()
-        i = self._first_ending_after(start)
-        j = self._first_starting_at(end)
         while i < j:
             if self.starts[i] < start or self.ends[i] > end:
                 out.append(-1)
@@ -478,6 +473,18 @@ cdef class WordBounds:
                 hi = mid
         return lo
 
+    cdef inline (Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t) _clamped(self, Py_ssize_t start, Py_ssize_t end):
+        """``(start, end, i, j)``: the window clamped into the text and the words ``i`` to ``j - 1`` it overlaps
+        (``i == j`` when none, an empty window included)."""
+        cdef Py_ssize_t size = len(self.text)
+        if start < 0:
+            start = 0
+        if end > size:
+            end = size
+        if start >= end:
+            return start, end, 0, 0
+        return start, end, self._first_ending_after(start), self._first_starting_at(end)
+
     def window(self, Py_ssize_t start, Py_ssize_t end):
         """``(i, j)``: words ``i`` to ``j - 1`` overlap ``text[start:end]``."""
         return self._first_ending_after(start), self._first_starting_at(end)
@@ -485,16 +492,11 @@ cdef class WordBounds:
     def words_in(self, Py_ssize_t start, Py_ssize_t end, bint lower=False, bint spans=True):
         """The words of ``text[start:end]``: ``(start, end, word)`` each (``spans``), else the word alone;
         lower-cased with ``lower``.  Bounds are clamped into the text."""
-        cdef Py_ssize_t size = len(self.text), i, j, a, b
-        if start < 0:
-            start = 0
-        if end > size:
-            end = size
+        cdef Py_ssize_t i, j, a, b
+        start, end, i, j = self._clamped(start, end)
         out = []
-        if start >= end:
+        if i >= j:
             return out
-        i = self._first_ending_after(start)
-        j = self._first_starting_at(end)
         cdef str text = self.text
         cdef str w
         cdef str low = self._lowered() if lower else None
