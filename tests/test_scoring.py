@@ -284,6 +284,27 @@ def test_lite_frame_predictions_equal_pandas_frame(det):
     assert det.detector.predict_spans_frame(full, s1) == det.detector.predict_spans_frame(lite, s2)
 
 
+def test_lite_frame_column_selections_are_kept_and_exact():
+    """A LiteFrame keeps each column list's positions for the next frame of the same names (issue 41); what it
+    selects is what indexing by name gives, in the order asked."""
+    import numpy as np
+
+    from evqual.models import LiteFrame
+
+    values = np.arange(12.0).reshape(3, 4)
+    names = ["a", "b", "c", "d"]
+    first = LiteFrame(values, names, {"task_type": ["QA"] * 3})
+    assert first[["c", "a"]].to_numpy().tolist() == values[:, [2, 0]].tolist()
+    again = LiteFrame(values + 1, list(names), {})
+    np.testing.assert_array_equal(again[["c", "a"]].to_numpy(), (values + 1)[:, [2, 0]])
+    np.testing.assert_array_equal(again[("a", "d")].to_numpy(), (values + 1)[:, [0, 3]])
+    assert again["b"].tolist() == [2.0, 6.0, 10.0] and first["task_type"].tolist() == ["QA"] * 3
+    other = LiteFrame(values, ["d", "c", "b", "a"], {})  # the same names in another order: other positions
+    assert other[["c", "a"]].to_numpy().tolist() == values[:, [1, 3]].tolist()
+    with pytest.raises(KeyError):
+        first[["a", "missing"]]
+
+
 def test_shipped_model_has_a_span_tagger_and_records_it(det):
     from evqual.features import TOKEN_FEATURE_NAMES
     from evqual.models import read_meta

@@ -17,7 +17,7 @@ from evqual.data import (group_copies, load_data, load_sample, load_sources, par
 from evqual.errors import TrainingDataError
 from evqual.evaluation import transfer_units
 from evqual.models import (Detector, ModelLoadError, adapt_detector, check_ood_state, fit_ood, load_detector,
-                           ood_distance, ood_warning, read_meta, save_detector)
+                           ood_distance, ood_scores, ood_warning, read_meta, save_detector)
 from evqual.models._adapt import _auroc, logistic_fit, recall_at_fpr
 from evqual.scoring import Policy, Scorer, load_policy
 
@@ -177,6 +177,25 @@ def test_ood_maps_per_task_see_what_the_pooled_map_misses():
     like_a = np.zeros((1, 2))
     assert ood_distance(state, like_a, ["B"])[0] > 1 > ood_distance(state, like_a, ["*"])[0]
     assert ood_distance(state, like_a, ["unknown task"])[0] == ood_distance(state, like_a)[0]
+
+
+def test_ood_scores_of_a_row_do_not_depend_on_the_rows_scored_with_it():
+    """A batch of one group takes a path without row masks (issue 41): its rows, and a mixed batch's rows, score
+    as each row alone."""
+    rng = np.random.default_rng(2)
+    state = fit_ood(rng.normal(size=(300, 3)), rng.normal(size=(100, 3)), ["a", "b", "c"],
+                    groups_fit=["A"] * 150 + ["B"] * 150, groups_ref=["A"] * 50 + ["B"] * 50, min_group_rows=50)
+    X = rng.normal(size=(7, 3))
+    groups = ["A", "B", "unknown", "A", "B", "A", "*"]
+    dist, thr, keys = ood_scores(state, X, groups)
+    assert keys.dtype == object and keys.tolist() == ["A", "B", "*", "A", "B", "A", "*"]
+    for i in range(len(X)):
+        d1, t1, k1 = ood_scores(state, X[i:i + 1], [groups[i]])
+        assert (d1[0], t1[0], k1[0]) == (dist[i], thr[i], keys[i])
+    same = ood_scores(state, X, ["A"] * len(X))
+    assert same[0].tolist() == [ood_scores(state, X[i:i + 1], ["A"])[0][0] for i in range(len(X))]
+    assert set(same[1].tolist()) == {state["groups"]["A"]["threshold"]}
+    assert ood_scores(state, X[:0], [])[0].shape == (0,)
 
 
 def test_the_ood_warning_names_the_most_unusual_features():

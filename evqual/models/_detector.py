@@ -404,10 +404,22 @@ def _floor_mode(value) -> str | None:
     raise ValueError(f"evidence_floor must be True, False or one of {FLOOR_MODES}; got {value!r}")
 
 
-def _floors_of(floors: dict, name: str) -> tuple[float, dict]:
-    """``(all-task floor, {task: floor})`` of one check feature in an ``evidence_floor_`` dict."""
-    per_task = {k.split(":", 1)[0]: v for k, v in floors.items() if k.endswith(":" + name) and k[0] != "*"}
-    return floors.get(f"*:{name}", 0.0), per_task
+def _floor_table(floors: dict) -> dict:
+    """``{check: (all-task floor, {task: floor})}`` of every check of :data:`FLOOR_CHECKS` in an
+    ``evidence_floor_`` dict (``"task:check"`` keys; ``"*"`` is every task), read in one pass over the dict.
+
+    >>> _floor_table({"*:check.date.v1": 0.4, "QA:check.date.v1": 0.5})["check.date.v1"]
+    (0.4, {'QA': 0.5})
+    >>> _floor_table({})["check.unit.v1"]
+    (0.0, {})
+    """
+    per_task: dict = {name: {} for name in FLOOR_CHECKS}
+    for k, v in floors.items():
+        # (a check's name holds no colon: a key ends with ":" + name exactly when its last part is the name)
+        name = k.rpartition(":")[2] if ":" in k else None
+        if name in per_task and k[0] != "*":
+            per_task[name][k.split(":", 1)[0]] = v
+    return {name: (floors.get(f"*:{name}", 0.0), per_task[name]) for name in FLOOR_CHECKS}
 
 
 CALIBRATION_FOLDS = 5
@@ -1119,10 +1131,11 @@ class Detector:
         out = np.asarray(risk, dtype=np.float64).copy()
         tasks = np.asarray([str(t) for t in frame["task_type"].to_numpy(dtype=object)]) \
             if "task_type" in frame.columns else None
+        table = _floor_table(floors)
         for name in FLOOR_CHECKS:
             if name not in frame.columns:
                 continue
-            default, per_task = _floors_of(floors, name)
+            default, per_task = table[name]
             if not default and not per_task:
                 continue
             floor = np.full(len(out), default)
@@ -1150,9 +1163,10 @@ class Detector:
             return risks
         names = {n: j for j, n in enumerate(next(b for b in blocks if len(b.values)).names)}
         cols, values = [], []
+        table = _floor_table(floors)
         for name in FLOOR_CHECKS:
             j = names.get("sent." + name)
-            default, per_task = _floors_of(floors, name)
+            default, per_task = table[name]
             if j is not None and (default or per_task):
                 cols.append(j)
                 values.append((default, per_task))

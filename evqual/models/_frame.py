@@ -132,7 +132,7 @@ class LiteFrame:
 
     def __init__(self, values: np.ndarray, names, info: dict):
         self._values = values
-        self._index = {n: i for i, n in enumerate(names)}
+        self._index, self._selections = _layout(names)
         self._info = info
         self.columns = list(names) + list(info)
 
@@ -152,7 +152,32 @@ class LiteFrame:
             if key in self._info:
                 return _Column(self._info[key])
             return _Column(self._values[:, self._index[key]].tolist())
-        return _Block(self._values[:, [self._index[k] for k in key]])
+        key = tuple(key)
+        cols = self._selections.get(key)
+        if cols is None:
+            cols = np.array([self._index[k] for k in key], dtype=np.intp)
+            if len(self._selections) < _SELECTIONS_MAX:
+                self._selections[key] = cols
+        return _Block(self._values[:, cols])
+
+
+_LAYOUTS: dict = {}
+"""Column names of a :class:`LiteFrame` -> ``(name -> column, {selected names: column array})``: every frame a
+fitted detector builds has the same names, so each scored answer looks up the model's column lists once per process
+instead of name by name (issue 41)."""
+_LAYOUTS_MAX = 16
+_SELECTIONS_MAX = 64
+
+
+def _layout(names) -> tuple:
+    key = tuple(names)
+    got = _LAYOUTS.get(key)
+    if got is None:
+        got = ({n: i for i, n in enumerate(key)}, {})
+        if len(_LAYOUTS) >= _LAYOUTS_MAX:
+            _LAYOUTS.clear()
+        _LAYOUTS[key] = got
+    return got
 
 
 class FrameBuilder:

@@ -89,8 +89,10 @@ def _group_keys(groups, n, known) -> np.ndarray:
     """The group of each row: its task when the map has one for it, else ``"*"`` (every row)."""
     if groups is None:
         return np.full(n, "*", dtype=object)
-    keys = np.asarray([str(g) for g in groups], dtype=object)
-    return np.where(np.isin(keys, list(known)), keys, "*")
+    keys = [g if g in known else "*" for g in map(str, groups)]  # (a set lookup per row: np.isin sorts objects)
+    out = np.empty(len(keys), dtype=object)
+    out[:] = keys
+    return out
 
 
 def fit_ood(X_fit, X_ref, names, *, groups_fit=None, groups_ref=None, quantile: float = OOD_QUANTILE,
@@ -174,8 +176,12 @@ def ood_scores(state: dict, X, groups=None) -> tuple:
     rows) and that map's threshold; a row is out of distribution when ``distance > threshold``."""
     X = np.asarray(X, dtype=np.float64)
     keys = _group_keys(groups, len(X), set(state["groups"]))
+    distinct = set(keys.tolist())
+    if len(distinct) == 1:  # (one group, as when scoring one answer: no row masks)
+        group = state["groups"][distinct.pop()]
+        return np.asarray(_raw_distance(group, X), dtype=np.float64), np.full(len(X), float(group["threshold"])), keys
     dist, thr = np.zeros(len(X)), np.zeros(len(X))
-    for key in set(keys.tolist()):
+    for key in distinct:
         rows = keys == key
         group = state["groups"][key]
         dist[rows] = _raw_distance(group, X[rows])
