@@ -65,6 +65,7 @@ COMPILED = [
 KERNELS = [
     "evqual/_untrack.pyx",
     "evqual/evidence/_align.pyx",
+    "evqual/models/_textdot.pyx",
     "evqual/models/_treewalk.pyx",
     "evqual/text/_scan.pyx",
 ]

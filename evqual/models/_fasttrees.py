@@ -226,14 +226,38 @@ def _lean_tfidf_ok(vec) -> bool:
             and vec.dtype in (np.float64, float) and hasattr(vec, "idf_"))
 
 
+_DEFAULT_TOKEN_PATTERN = r"(?u)\b\w\w+\b"
+
+
+def _term_index(vec, lr, idf, coef):
+    """The compiled :class:`~evqual.models._textdot.TermIndex` of a word vectoriser with scikit-learn's
+    default analyser (its token pattern, no preprocessor, tokenizer, accent stripping or stop words; unigrams,
+    or unigrams and bigrams), or ``None`` (not built, or another analyser: the Python path runs)."""
+    cls = kernel("evqual.models._textdot", "TermIndex")
+    if cls is None:
+        return None
+    p = {k: getattr(vec, k, None) for k in ("analyzer", "token_pattern", "preprocessor", "tokenizer",
+                                             "strip_accents", "stop_words", "ngram_range", "lowercase",
+                                             "vocabulary_")}
+    ngrams = tuple(p["ngram_range"]) if isinstance(p["ngram_range"], (tuple, list)) else None
+    if not (p["analyzer"] == "word" and p["token_pattern"] == _DEFAULT_TOKEN_PATTERN
+            and p["preprocessor"] is None and p["tokenizer"] is None and p["strip_accents"] is None
+            and p["stop_words"] is None and ngrams in ((1, 1), (1, 2)) and isinstance(p["lowercase"], bool)
+            and type(p["vocabulary_"]) is dict):
+        return None
+    return cls(p["vocabulary_"], idf, coef, float(lr.intercept_[0]), bool(vec.sublinear_tf), ngrams == (1, 2))
+
+
 class _LeanText:
-    __slots__ = ("analyzer", "vocab", "weights")
+    __slots__ = ("analyzer", "vocab", "weights", "index", "lowercase")
 
     def __init__(self, vec, lr):
         self.analyzer = vec.build_analyzer()
         self.vocab = vec.vocabulary_
         # per term: (idf, coefficient)
         self.weights = (np.asarray(vec.idf_, dtype=np.float64), lr.coef_.ravel().astype(np.float64))
+        self.index = _term_index(vec, lr, *self.weights)
+        self.lowercase = getattr(vec, "lowercase", True)
 
 
 def _tfidf_dot(vec, doc: str, lr) -> float:
@@ -251,6 +275,10 @@ def _tfidf_dot(vec, doc: str, lr) -> float:
         lean = (lr, _LeanText(vec, lr))
         _CACHE[vec] = lean
     lean = lean[1]
+    if lean.index is not None and type(doc) is str:
+        got = lean.index.decision(doc.lower() if lean.lowercase else doc)
+        if got is not None:
+            return got
     vocab = lean.vocab
     # each distinct term counted in C, then looked up once (the order of the counts does not matter: they are
     # sorted by column below)
