@@ -395,6 +395,29 @@ def test_compiled_alignment_refuses_evidence_ids_it_cannot_index():
     assert align([], []) == ([], 0, 0)
 
 
+_ROW_VALUES = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-2**70, 2**70), st.booleans())
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(_ROW_VALUES, max_size=120))
+def test_a_claims_feature_row_is_numpys_array_of_its_list(values):
+    """The engine's claim row (``_float_row``; the compiled ``float_row`` where built, issue 41 session 13) is
+    ``np.array(values, dtype=np.float64)`` to the bit: floats, signed zeros, nan, ints past 2**53, bools."""
+    from evqual.evidence._engine import _float_row
+
+    row = _float_row(list(values))
+    want = np.array(values, dtype=np.float64)
+    assert row.dtype == np.float64 and row.shape == want.shape and row.tobytes() == want.tobytes()
+    assert row.flags.c_contiguous and row.flags.writeable
+
+
+def test_a_claims_feature_row_of_other_values_is_numpys():
+    from evqual.evidence._engine import _float_row
+
+    for values in ([None, 1.0], [np.float64(2.5), 1], [1.0, "2"], [np.int64(3), 0.5]):
+        np.testing.assert_array_equal(_float_row(values), np.array(values, dtype=np.float64))
+
+
 def test_the_engines_fast_constructors_make_the_dataclasses_objects():
     """The engine builds Differences and ClaimEvidence without the dataclasses' generated __init__ (issue 41,
     session 12): each must be the object the class makes, field for field and in the dict's order."""

@@ -835,7 +835,7 @@ def _read_claim(output: str, start: int, end: int, idx: EvidenceIndex, query_key
             diffs.append(_difference(c, kind, cspan, ctext, ev, et,
                                     "/".join([",".join(sorted(a_set)), ",".join(sorted(d_set))])))
     strength = float(f[_COL["align.recall.v1"]])
-    return _claim_evidence(start, end, output[start:end], unit, strength, np.array(f, dtype=np.float64), diffs)
+    return _claim_evidence(start, end, output[start:end], unit, strength, _float_row(f), diffs)
 
 
 def _ev_span(idx, reading, u, key_pred):
@@ -957,6 +957,14 @@ swap (``ENTITY_CONFLICT``); a longer one pairs nothing word for word."""
 
 
 _ALIGN = kernel("evqual.evidence._align", "nonequal_blocks")  # the compiled alignment, or None: difflib
+_FLOAT_ROW = kernel("evqual.evidence._align", "float_row")
+
+
+def _float_row(values: list) -> np.ndarray:
+    """A claim's feature row as a float64 array (the compiled kernel's :func:`float_row` where it is built)."""
+    if _FLOAT_ROW is not None:
+        return _FLOAT_ROW(values)
+    return np.array(values, dtype=np.float64)
 
 
 def _ids(canon) -> tuple:
