@@ -96,6 +96,19 @@ def test_the_compiled_index_is_used_for_the_default_analyser_only():
 
 
 @needs_kernel
+def test_a_vocabulary_the_index_cannot_hold_takes_the_python_path():
+    """A vocabulary whose column is outside the IDF's (a hand-edited model) makes no index; the answer is then
+    scored as before, not refused by the compiled path."""
+    vec, lr = _fit()
+    broken = dict(vec.vocabulary_)
+    broken["new"] = len(vec.idf_) + 5
+    assert ft._term_index(type("V", (), {**{k: getattr(vec, k) for k in ("analyzer", "token_pattern",
+                          "preprocessor", "tokenizer", "strip_accents", "stop_words", "ngram_range", "lowercase",
+                          "sublinear_tf")}, "vocabulary_": broken})(), lr, vec.idf_, lr.coef_.ravel()) is None
+    assert ft._term_index(vec, lr, vec.idf_, lr.coef_.ravel()) is not None
+
+
+@needs_kernel
 def test_the_log_table_is_numpys_log_wherever_a_count_stands():
     from evqual.models._textdot import LOG_TF_MAX
 

@@ -245,7 +245,10 @@ def _term_index(vec, lr, idf, coef):
             and p["stop_words"] is None and ngrams in ((1, 1), (1, 2)) and isinstance(p["lowercase"], bool)
             and type(p["vocabulary_"]) is dict):
         return None
-    return cls(p["vocabulary_"], idf, coef, float(lr.intercept_[0]), bool(vec.sublinear_tf), ngrams == (1, 2))
+    try:
+        return cls(p["vocabulary_"], idf, coef, float(lr.intercept_[0]), bool(vec.sublinear_tf), ngrams == (1, 2))
+    except (TypeError, ValueError, OverflowError):  # (a vocabulary the index cannot hold: the Python path reads it)
+        return None
 
 
 class _LeanText:

@@ -10,7 +10,7 @@ made for it) and a bigram as a pair of numbers (no joined str, no ``Counter``). 
 :func:`~evqual.models._fasttrees._tfidf_dot`'s, in its order: the counts in column order, ``log(tf) + 1`` read
 from a table numpy computed (its ``log`` and libm's may differ in the last bit), times the IDF, the squares
 added one after another, divided by their root, then the products with the coefficients added one after
-another, plus the intercept: the same float (``tests/test_fastpaths.py``).  Without a compiler the Python path
+another, plus the intercept: the same float (``tests/test_textdot.py``).  Without a compiler the Python path
 runs instead.
 """
 
