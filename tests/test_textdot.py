@@ -136,4 +136,12 @@ def test_a_bad_vocabulary_is_refused():
     with pytest.raises(RuntimeError):
         ix.__init__({"new": 0}, idf, coef, 0.0, True, True)
     assert ix.decision("") == 0.5
+    # an index made without __init__, or whose making failed, is refused rather than read
+    with pytest.raises(RuntimeError):
+        TermIndex.__new__(TermIndex).decision("new york")
+    half = TermIndex.__new__(TermIndex)
+    with pytest.raises(ValueError):
+        half.__init__({"new": 0, "york": 9}, idf, coef, 0.0, True, True)
+    with pytest.raises(RuntimeError):
+        half.decision("new york")
     assert ix.decision("new york") == pytest.approx(0.5 + np.sqrt(2.0), rel=1e-15)

@@ -98,9 +98,11 @@ cdef class TermIndex:
     cdef double[::1] log_tf
     cdef double intercept
     cdef bint sublinear, bigrams
+    cdef bint ready  # set when __init__ finished: an index made otherwise, or half made, is never read
     cdef Py_ssize_t n_cols
 
     def __cinit__(self):
+        self.ready = False
         self.word_hash = NULL
         self.word_slot = NULL
         self.word_term = NULL
@@ -188,6 +190,7 @@ cdef class TermIndex:
         self.intercept = intercept
         self.sublinear = sublinear
         self.bigrams = bigrams
+        self.ready = True
 
     cdef long long _word(self, Py_ssize_t t, Py_ssize_t a, Py_ssize_t b) except -1:
         """The number of the word ``terms[t][a:b]``, given a new one (without a unigram) when it has none."""
@@ -257,6 +260,8 @@ cdef class TermIndex:
         cdef long long* hits
         cdef long long* run_col
         cdef double* w
+        if not self.ready:
+            raise RuntimeError("this TermIndex was not made by TermIndex(...), or its making failed")
         # at most one unigram and one bigram per token, and a token is two characters or more
         cap = n + 2
         hits = <long long*> PyMem_Malloc(cap * sizeof(long long))
