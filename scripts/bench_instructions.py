@@ -40,6 +40,11 @@ Cython's names are shortened (``evqual.features._checks.claim_checks``).
 
     python scripts/bench_instructions.py --data ../shared/data/ragtruth --functions 25 --json where.json
 
+``--new-contexts`` (with ``--score``) keeps only the first answer to each context, as ``scripts/bench.py score
+--new-contexts`` does: every answer brings a context that has not been indexed yet.
+
+    python scripts/bench_instructions.py --score --new-contexts --data ../shared/data/ragtruth --json new.json
+
 ``--case NAME`` counts the instructions of scoring one case of ``scripts/bench.py sizes`` (for example
 ``product_3kx2k``): a process that loads the scorer, scores a warm-up answer, builds the case and scores it,
 minus one that stops before scoring it.
@@ -73,7 +78,11 @@ warnings.simplefilter("ignore")
 from evqual.data import load_data, sample_path
 from evqual.scoring import Scorer
 data = sys.argv[1] or sample_path()
-examples = load_data(data).examples[:int(sys.argv[2])]
+examples = load_data(data).examples
+if sys.argv[3] == "1":  # --new-contexts: the first answer to each context only
+    seen = set()
+    examples = [e for e in examples if not (e.context in seen or seen.add(e.context))]
+examples = examples[:int(sys.argv[2])]
 scorer = Scorer.load()
 for ex in examples:
     scorer.score_batch([ex])
@@ -124,11 +133,13 @@ def _callgrind(argv: list, env: dict, timeout: float, cwd: str | None = None, ou
 
 
 def _count(data: str, n: int, timeout: float, score: bool = False, warm: bool = False,
-           out_file: str | None = None) -> int:
+           out_file: str | None = None, new_contexts: bool = False) -> int:
     """Instructions of the featurizing (scoring) child on the first ``n`` answers; ``warm``: after one untimed run
     of it, so that neither counted run compiles bytecode (a fresh worktree's first run compiles evqual's
     uncompiled modules: counted in the smaller run only, it made a previous main's answers look cheaper)."""
     argv = ["-c", _SCORE_CHILD if score else _CHILD, os.path.abspath(data) if data else "", str(n)]
+    if score:
+        argv.append("1" if new_contexts else "0")
     if warm:
         return _count_argv(argv, timeout, out_file)
     env, cwd = _child_env()
@@ -148,12 +159,14 @@ def _count_argv(argv: list, timeout: float, out_file: str | None = None) -> int:
 
 
 _ANNOTATED_RE = re.compile(r"^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(\S.*?)(?:\s+\[[^\]]*\])?\s*$")
-_CYTHON_RE = re.compile(r"__pyx_p[wf]_(\d.*)$")
+_CYTHON_RE = re.compile(r"__pyx_(p[wf]|f)_(\d.*)$")
 
 
 def readable_function(name: str) -> str:
     """A callgrind function name, shortened: ``file.c:__pyx_pf_6evqual_8features_7_checks_73claim_checks`` (a
-    Cython function) is ``evqual.features._checks.claim_checks``; any other keeps its file's base name.
+    Cython function) is ``evqual.features._checks.claim_checks``, and ``__pyx_f_6evqual_8evidence_7_engine__read_claim``
+    (a ``cdef`` function, which the inclusive list missed before session 14 of issue 41)
+    ``evqual.evidence._engine._read_claim``; any other keeps its file's base name.
 
     >>> readable_function("build/cython/evqual/evidence/_engine.c:"
     ...                   "__pyx_pw_6evqual_8evidence_7_engine_14EvidenceEngine_6_claim.constprop.0")
@@ -166,7 +179,22 @@ def readable_function(name: str) -> str:
     m = _CYTHON_RE.match(func)
     if m is None:
         return f"{os.path.basename(file)}:{func}" if file else func
-    s, i, parts = m.group(1), 0, []
+    if m.group(1) == "f":  # a cdef function: the length-prefixed module (and class), then its name, no counter
+        s, i, parts = m.group(2), 0, []
+        while i < len(s) and s[i].isdigit():
+            j = i
+            while j < len(s) and s[j].isdigit():
+                j += 1
+            end = j + int(s[i:j])
+            parts.append(s[j:end])
+            if end < len(s) - 1 and s[end] == "_" and s[end + 1].isdigit():
+                i = end + 1
+                continue
+            if end < len(s) - 1:
+                parts.append(s[end + 1:])
+            break
+        return ".".join(parts)
+    s, i, parts = m.group(2), 0, []
     while i < len(s) and s[i].isdigit():
         j = i
         while j < len(s) and s[j].isdigit():
@@ -258,24 +286,28 @@ def bench_case_instructions(case: str, *, timeout: float = 7200.0) -> dict:
 
 
 def bench_instructions(data: str | None = None, *, small: int = 40, large: int = 240, score: bool = False,
-                       timeout: float = 3600.0, functions: int = 0) -> dict:
+                       timeout: float = 3600.0, functions: int = 0, new_contexts: bool = False) -> dict:
     """``{"instructions_per_answer": ..., ...}`` (see the module docstring); ``score``: per scored answer;
-    ``functions``: also the instructions per answer of that many functions (``"per_answer_functions"``)."""
+    ``functions``: also the instructions per answer of that many functions (``"per_answer_functions"``);
+    ``new_contexts`` (with ``score``): the first answer to each context only."""
     import tempfile
 
     if large <= small:
         raise ValueError(f"large ({large}) must be above small ({small})")
     if functions < 0:
         raise ValueError(f"functions ({functions}) must be 0 or more")
+    if new_contexts and not score:
+        raise ValueError("new_contexts counts scoring: use it with score")
     where = child_evqual()  # (before the counts: a child that would count another checkout stops here)
     with tempfile.TemporaryDirectory() as tmp:
         files = [os.path.join(tmp, "small.out"), os.path.join(tmp, "large.out")] if functions else [None, None]
-        a = _count(data or "", small, timeout, score, warm=True, out_file=files[0])
-        b = _count(data or "", large, timeout, score, out_file=files[1])
+        a = _count(data or "", small, timeout, score, warm=True, out_file=files[0], new_contexts=new_contexts)
+        b = _count(data or "", large, timeout, score, out_file=files[1], new_contexts=new_contexts)
         per_function = per_answer_functions(*files, large - small, functions) if functions else None
     import evqual
 
-    result = {"mode": "score" if score else "featurize", "small": small, "large": large,
+    mode = ("score_new_contexts" if new_contexts else "score") if score else "featurize"
+    result = {"mode": mode, "small": small, "large": large,
               "instructions_small": a, "instructions_large": b,
               "instructions_per_answer": round((b - a) / (large - small)), "evqual": where,
               "path": evqual.build_info()["path"] if hasattr(evqual, "build_info") else None}
@@ -293,6 +325,9 @@ def main(argv=None) -> int:
                     help="count start-up instead: import and load the shipped model; a one-line `evqual score`")
     ap.add_argument("--score", action="store_true",
                     help="count scoring one answer at a time with the shipped model instead of featurizing")
+    ap.add_argument("--new-contexts", action="store_true",
+                    help="with --score: the first answer to each context only, so that every answer brings a "
+                         "context not indexed yet (as `bench.py score --new-contexts`)")
     ap.add_argument("--case", default=None, metavar="NAME",
                     help="count the scoring of one `bench.py sizes` case instead (for example product_3kx2k)")
     ap.add_argument("--functions", type=int, default=0, metavar="K",
@@ -310,7 +345,7 @@ def main(argv=None) -> int:
             out = bench_case_instructions(args.case)
         else:
             out = bench_instructions(args.data, small=args.small, large=args.large, score=args.score,
-                                     functions=args.functions)
+                                     functions=args.functions, new_contexts=args.new_contexts)
     except (RuntimeError, ValueError, subprocess.TimeoutExpired) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

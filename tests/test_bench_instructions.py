@@ -109,18 +109,48 @@ def test_the_counted_runs_follow_an_uncounted_one_that_writes_bytecode(monkeypat
 
     def fake_callgrind(argv, env, timeout, cwd=None, out_file=None):
         calls.append(("counted", argv, env, cwd))
-        return 10**9 + 10**6 * int(argv[-1])
+        return 10**9 + 10**6 * int(argv[-2])
 
     monkeypatch.setattr(mod, "_callgrind", fake_callgrind)
     res = mod.bench_instructions("data.jsonl", small=2, large=6, score=True)
     assert [c[0] for c in calls] == ["plain", "counted", "counted"]
-    assert calls[0][1] == calls[1][1] and calls[1][1][-1] == "2" and calls[2][1][-1] == "6"
+    assert calls[0][1] == calls[1][1] and calls[1][1][-2] == "2" and calls[2][1][-2] == "6"
+    assert calls[1][1][-1] == calls[2][1][-1] == "0"  # every answer, not only the first to each context
     assert all("PYTHONDONTWRITEBYTECODE" not in env and env["PYTHONHASHSEED"] == "0" for _, _, env, _ in calls)
     # every run in the folder of this process's evqual, the data named by an absolute path (issue 41, session 9)
     root = str(SCRIPT.parents[1])
     assert all(os.path.realpath(cwd) == os.path.realpath(root) for *_, cwd in calls)
-    assert calls[1][1][-2] == os.path.abspath("data.jsonl")
-    assert res["instructions_per_answer"] == 10**6
+    assert calls[1][1][-3] == os.path.abspath("data.jsonl")
+    assert res["instructions_per_answer"] == 10**6 and res["mode"] == "score"
+
+
+def test_new_contexts_counts_the_first_answer_to_each_context(monkeypatch, tmp_path):
+    """--new-contexts (issue 41, session 14): the scoring child keeps the first answer to each context, and the flag
+    is refused without --score."""
+    import importlib.util
+    import json
+
+    spec = importlib.util.spec_from_file_location("bench_instructions_new_contexts", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with pytest.raises(ValueError, match="score"):
+        mod.bench_instructions("data.jsonl", small=2, large=6, new_contexts=True)
+    argvs, run = [], subprocess.run
+    monkeypatch.setattr(mod.subprocess, "run", lambda argv, **kw: None)
+    monkeypatch.setattr(mod, "child_evqual", lambda timeout=120.0: "evqual/__init__.py")
+    monkeypatch.setattr(mod, "_callgrind", lambda argv, *a, **kw: argvs.append(argv) or 10**9 * int(argv[-2]))
+    res = mod.bench_instructions("data.jsonl", small=1, large=2, score=True, new_contexts=True)
+    assert [a[-1] for a in argvs] == ["1", "1"] and res["mode"] == "score_new_contexts"
+    # the child's selection, run without scoring: three answers, two contexts
+    rows = [{"id": str(i), "query": "q?", "output": "An answer.", "context": ctx}
+            for i, ctx in enumerate(["The bridge opened.", "The bridge opened.", "Trams run hourly."])]
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    child = mod._SCORE_CHILD.replace("scorer = Scorer.load()", "print([e.id for e in examples]); raise SystemExit")
+    for flag, want in (("1", "['0', '2']"), ("0", "['0', '1', '2']")):
+        out = run([sys.executable, "-c", child, str(data), "10", flag], capture_output=True, text=True,
+                             timeout=120, check=True)
+        assert out.stdout.strip() == want
 
 
 def _module():
@@ -145,6 +175,11 @@ def _module():
     ("x/_similarity.c:__pyx_pw_6evqual_8features_11_similarity_12ContextIndex_1__init__",
      "evqual.features._similarity.ContextIndex.__init__"),
     ("/tmp/Python-3.11.7/./Modules/_sre/sre_lib.h:sre_ucs1_match'2", "sre_lib.h:sre_ucs1_match"),
+    # cdef functions and methods (session 14: they were left under their C names, out of the inclusive list)
+    ("x/_engine.c:__pyx_f_6evqual_8evidence_7_engine__read_claim", "evqual.evidence._engine._read_claim"),
+    ("x/_checks.c:__pyx_f_6evqual_8features_7_checks_13EvidenceUnits_candidates",
+     "evqual.features._checks.EvidenceUnits.candidates"),
+    ("x/_checks.c:__pyx_f_6evqual_8features_7_checks_check_item.constprop.0", "evqual.features._checks.check_item"),
 ])
 def test_callgrind_names_are_made_readable(raw, want):
     assert _module().readable_function(raw) == want
