@@ -16,6 +16,7 @@ from evqual.evidence import (
     LOGIC_CLASSES,
     ClaimModel,
     EvidenceEngine,
+    EvidenceIndex,
     flip_claim,
     inflections,
     logic_lexicon,
@@ -442,3 +443,30 @@ def test_the_engines_fast_constructors_make_the_dataclasses_objects():
         for diff in claim.differences:
             assert diff == Difference(*dataclasses.astuple(diff)) and list(vars(diff)) == list(vars(d))
     assert any(claim.differences for claim in reading.claims)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(["Buses run every 30 minutes.", "Trams run hourly, not daily.",
+                                 "The fare is 2.50 euros, or 3 dollars.", "Harbour Bank said 12 of 40 staff left.",
+                                 "Nothing here.", "", "Ferries run every 30 minutes in summer."]),
+                min_size=1, max_size=6),
+       st.lists(st.sampled_from(["w:run", "w:bus", "n:harbour", "v:num::30", "w:nothing", "w:absent", "n:absent"]),
+                max_size=7))
+def test_idf_and_numbers_made_on_demand_equal_the_whole_table(chunks, asked):
+    """Issue 41, session 14: a key's idf and a sentence's numbers are made when a claim asks for them (a new
+    context's index made every key's idf first); in any order of asking they are the formula's, to the bit."""
+    idx = EvidenceIndex(chunks)
+    n = max(1, len(idx.units))
+    for k in asked + sorted(idx.postings):
+        v = idx.postings.get(k)
+        want = idx.default_idf if v is None else math.log(1.0 + (n - len(v) + 0.5) / (len(v) + 0.5))
+        assert idx.idf_of(k) == want
+    assert idx.idf == {k: idx.idf_of(k) for k in idx.postings}
+    assert idx.default_idf == math.log(1.0 + (n + 0.5) / 0.5)
+    for u in reversed(range(len(idx.units))):
+        want = []
+        for k in idx.readings[u].keys:
+            if k.startswith("v:num:"):
+                want.append((k.split(":", 3)[2], float(k.split(":", 3)[3])))
+        assert idx.numbers_of(u) == want
+    assert idx.numbers == [idx.numbers_of(u) for u in range(len(idx.units))]

@@ -7,9 +7,19 @@ cimport cython
 
 
 cdef class EvidenceIndex:
-    cdef public list chunks, units, readings, unit_keys, numbers
-    cdef public dict postings, idf, _present, _unit_cache, _prefix_cache
+    cdef public list chunks, units, readings, unit_keys
+    cdef public dict postings, _present, _unit_cache, _prefix_cache, _idf, _numbers
     cdef public object default_idf, negated
+
+    @cython.locals(units=list, readings=list, unit_keys=list, postings=dict, keys=set, u=Py_ssize_t,
+                   ci=Py_ssize_t, s=Py_ssize_t, e=Py_ssize_t)
+    cpdef _read(self, words)
+
+    @cython.locals(v=tuple, n=Py_ssize_t)
+    cpdef double idf_of(self, key)
+
+    @cython.locals(got=list)
+    cpdef list numbers_of(self, Py_ssize_t u)
 
     @cython.locals(found=set)
     cpdef tuple present(self, key)

@@ -48,7 +48,7 @@ from .._deadline import check_deadline
 from .._gcpause import untrack_atomic
 from ..text import split_claims, split_sentences
 from ._lexicon import LOGIC_CLASSES, logic_lexicon, stem
-from ._reading import NEGATIVE_PREFIXES, SpanReading, read_span
+from ._reading import NEGATIVE_PREFIXES, read_span
 from ._values import value_kind
 
 __all__ = ["EvidenceEngine", "EvidenceIndex", "Reading", "ClaimEvidence", "Difference", "CLAIM_FEATURES"]
@@ -388,10 +388,24 @@ class EvidenceIndex:
 
     def __init__(self, chunks, *, words=None):
         chunks = list(chunks)
-        words = _matching_words(words, chunks)
         self.chunks = chunks
+        self._read(_matching_words(words, chunks))
+        n = max(1, len(self.units))
+        self.default_idf = math.log(1.0 + (n + 0.5) / 0.5)
+        # filled as claims ask (an index is shared by every answer to its context): a key's units, and a
+        # unit's canonical keys, first positions and logic senses; a key's idf and a unit's numbers
+        self._present: dict = {}
+        self._unit_cache: dict = {}
+        self._prefix_cache: dict = {}
+        self._idf: dict = {}
+        self._numbers: dict = {}
+
+    def _read(self, words):
+        """Read every sentence of the chunks and index their keys (:attr:`units`, :attr:`readings`,
+        :attr:`unit_keys`, :attr:`postings`, :attr:`negated`); a method, so that the compiled module can type it
+        (``_engine.pxd``)."""
         units, readings = [], []
-        for ci, text in enumerate(chunks):
+        for ci, text in enumerate(self.chunks):
             check_deadline()
             w = words[ci] if words is not None else None
             if w is not None:
@@ -402,15 +416,19 @@ class EvidenceIndex:
                 readings.append(read_span(text, s, e, words=w))
         self.units = units
         self.readings = readings
-        self.unit_keys = []
+        unit_keys = []
         postings: dict = {}
         for u, r in enumerate(readings):
             keys = set()
             for k in r.keys:
                 keys.update(_aliases(k))
             for k in keys:
-                postings.setdefault(k, []).append(u)
-            self.unit_keys.append(frozenset(keys))  # (a frozenset, which the collector need not walk)
+                found = postings.get(k)
+                if found is None:
+                    postings[k] = [u]
+                else:
+                    found.append(u)
+            unit_keys.append(frozenset(keys))  # (a frozenset, which the collector need not walk)
         # kept as tuples: a tuple of ints leaves the garbage collector's lists at its first collection, a list
         # is walked by every collection of its generation for as long as the context stays cached (issue 41);
         # replaced one by one, so that a large context never holds both
@@ -418,20 +436,50 @@ class EvidenceIndex:
             postings[k] = tuple(v)
         # kept with the context: the tuples of numbers and strings never walked by a collection (_untrack.pyx)
         untrack_atomic((postings,))
-        untrack_atomic(self.unit_keys)
+        untrack_atomic(unit_keys)
         for r in readings:
             untrack_atomic((r.keys, r.spans, r.raws))
+        self.unit_keys = unit_keys
         self.postings = postings
-        n = max(1, len(units))
-        self.idf = {k: math.log(1.0 + (n - len(v) + 0.5) / (len(v) + 0.5)) for k, v in postings.items()}
-        self.default_idf = math.log(1.0 + (n + 0.5) / 0.5)
         self.negated = np.array([r.negated for r in readings], dtype=bool)
-        self.numbers = [self._numbers(r) for r in readings]
-        # filled as claims ask (an index is shared by every answer to its context): a key's units, and a
-        # unit's canonical keys, first positions and logic senses
-        self._present: dict = {}
-        self._unit_cache: dict = {}
-        self._prefix_cache: dict = {}
+
+    def idf_of(self, key: str) -> float:
+        """The idf of ``key`` over the evidence sentences, ``log(1 + (n - df + 0.5) / (df + 0.5))``, and
+        :attr:`default_idf` for a key no sentence holds (made as claims ask for it, then kept)."""
+        got = self._idf.get(key)
+        if got is None:
+            v = self.postings.get(key)
+            if v is None:
+                return self.default_idf
+            n = max(1, len(self.units))
+            got = self._idf[key] = math.log(1.0 + (n - len(v) + 0.5) / (len(v) + 0.5))
+        return got
+
+    @property
+    def idf(self) -> dict:
+        """Every key's :meth:`idf_of` (the claim reader asks for its keys' only)."""
+        return {k: self.idf_of(k) for k in self.postings}
+
+    def numbers_of(self, u: int) -> list:
+        """``(unit, value)`` of the plain numbers (``"v:num:"`` keys) of evidence sentence ``u``, in order (made
+        on first use)."""
+        got = self._numbers.get(u)
+        if got is None:
+            got = []
+            for k in self.readings[u].keys:
+                if k.startswith("v:num:"):
+                    _, _, unit, val = k.split(":", 3)
+                    try:
+                        got.append((unit, float(val)))
+                    except ValueError:
+                        pass
+            self._numbers[u] = got
+        return got
+
+    @property
+    def numbers(self) -> list:
+        """Every evidence sentence's :meth:`numbers_of`."""
+        return [self.numbers_of(u) for u in range(len(self.readings))]
 
     def present(self, key: str) -> tuple:
         """``(frozenset, int array)`` of the units holding ``key`` or one of its aliases (the same units)."""
@@ -476,18 +524,6 @@ class EvidenceIndex:
                             stripped.add(k[2 + len(p):])
             view = self._prefix_cache[u] = (ev_words, stripped)
         return view
-
-    @staticmethod
-    def _numbers(r: SpanReading):
-        out = []
-        for k in r.keys:
-            if k.startswith("v:num:"):
-                _, _, unit, val = k.split(":", 3)
-                try:
-                    out.append((unit, float(val)))
-                except ValueError:
-                    pass
-        return out
 
 
 # ------------------------------------------------------------------------------------------------ engine
@@ -593,8 +629,7 @@ def _read_claim(output: str, start: int, end: int, idx: EvidenceIndex, query_key
         if k[0] in "wnv" and k not in first:
             first[k] = i
     items = list(first)
-    idf, default_idf = idx.idf, idx.default_idf
-    w_list = [idf.get(k, default_idf) for k in items]
+    w_list = [idx.idf_of(k) for k in items]
     total = _sum_as_numpy(w_list) or 1.0
     n_units = len(idx.units)
     present = []  # per item: the units holding it (aliases included), as a set and as an array
@@ -635,7 +670,7 @@ def _read_claim(output: str, start: int, end: int, idx: EvidenceIndex, query_key
 
     # ---- statuses of words, names, values
     status_of = {}
-    ev_numbers = (idx.numbers[best] if best >= 0 else []) + (idx.numbers[second] if second >= 0 else [])
+    ev_numbers = (idx.numbers_of(best) if best >= 0 else []) + (idx.numbers_of(second) if second >= 0 else [])
     for k, us in zip(items, present):
         if best in us:
             st = "aligned"
