@@ -6,12 +6,15 @@ their own."""
 from __future__ import annotations
 
 from bisect import bisect_left
+from operator import itemgetter
 
 from evqual.evidence._lexicon import logic_lexicon, stem, synonym_map
-from evqual.evidence._reading import (_NEGATED_SENSE, _NOT_SUPERLATIVE, _POSITION, _STATE_CODES, SpanReading,
-                                      _is_name, _span_tokens)
+from evqual.evidence._reading import (_NEGATED_SENSE, _NOT_SUPERLATIVE, _STATE_CODES, SpanReading, _is_name,
+                                      _span_tokens)
 from evqual.evidence._values import read_values
 from evqual.text import STOP_WORDS
+
+_POSITION = itemgetter(0, 2)  # an item's token position, then its start (the reader's order until session 14)
 
 
 def reference_read_span(text: str, start: int = 0, end: int | None = None) -> SpanReading:

@@ -12,5 +12,5 @@ cpdef bint _any_consumed(list negators, set consumed)
                k=Py_ssize_t, a=Py_ssize_t, b=Py_ssize_t, consumed=set, negators_ending=dict, scalars=list,
                i=Py_ssize_t, j=Py_ssize_t, i2=Py_ssize_t, j2=Py_ssize_t, cls=str, sense=str, scalar=bint,
                negated=bint, low=str, tok=str, tok_starts=list, key=str,
-               word_keys=dict, name_keys=dict)
+               word_keys=dict, name_keys=dict, m=Py_ssize_t)
 cpdef read_span(text, Py_ssize_t start=*, end=*, words=*)
