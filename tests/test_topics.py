@@ -365,32 +365,3 @@ def test_the_context_cache_is_not_pickled_or_shared_by_reference():
     got = tagger._context_counts("Refugees and asylum seekers; refugee status.")
     got["migration"] = 0
     assert tagger._context_counts("Refugees and asylum seekers; refugee status.")["migration"] == 3
-
-
-def test_prefix_marks_are_bounded_not_pickled_and_give_the_plain_counts(monkeypatch):
-    """Issue 41, session 14: a word's prefix marks are kept (a lookup per word instead of a regex pass per
-    lexicon); past PREFIX_MARKS_KEPT words they are found again, and a copy starts without them."""
-    import pickle
-
-    import evqual.scoring._topics as topics
-
-    monkeypatch.setattr(topics, "PREFIX_MARKS_KEPT", 3)
-    tagger = TopicTagger()
-    texts = ["Refugees, immigrants and deported workers; symptoms of diseases.",
-             "Vaccinations and vaccines; an overdose; medicines.", "Asylum. Unionised workers went on strike."]
-    for text in texts * 2:
-        assert tagger.counts(text) == _reference_counts(tagger, text)
-    assert len(tagger._prefix_marks) == 3
-    other = pickle.loads(pickle.dumps(tagger))
-    assert "_prefix_marks" not in vars(other)
-    assert [other.counts(t) for t in texts] == [tagger.counts(t) for t in texts]
-
-
-def test_topics_sharing_a_prefix_lexicon_count_as_separate_taggers_do():
-    """Two topics with the same prefix terms share one regex (and one mark); each counts as it would alone."""
-    a = Topic("a", ("diagnos*", "clinic"), sensitive=False)
-    b = Topic("b", ("diagnos*", "clinic"), sensitive=False, weak=("immigra*",))
-    both = TopicTagger({"a": a, "b": b})
-    text = "Diagnosed at the clinic; diagnoses of immigrants."
-    assert both.counts(text) == {**TopicTagger({"a": a}).counts(text), **TopicTagger({"b": b}).counts(text)}
-    assert both.counts(text) == _reference_counts(both, text)

@@ -357,9 +357,6 @@ CONTEXT_COUNTS_CACHED = 32
 """Contexts whose topic counts a :class:`TopicTagger` keeps (see :meth:`TopicTagger.tag`)."""
 CONTEXT_COUNTS_MAX_CHARS = 200_000
 """Longest context whose topic counts are kept."""
-PREFIX_MARKS_KEPT = 50_000
-"""Words whose prefix marks a :class:`TopicTagger` keeps (about 5 MB at most; past it a word's marks are found
-again for each text)."""
 
 
 class TopicTagger:
@@ -426,11 +423,6 @@ class TopicTagger:
                       for name, t in self.topics_.items() if t.weak}
         self._exclude = {name: (_compile(tuple(t.exclude)), _first_word_keys(t.exclude))
                          for name, t in self.topics_.items() if t.exclude}
-        # each lexicon's prefix regex, and the bit that marks a word it matches (see _prefixed)
-        keysets = [self._keys[name] for name in self.topics_]
-        keysets += [keys for _, keys in self._weak.values()] + [keys for _, keys in self._exclude.values()]
-        self._prefix_res = tuple(dict.fromkeys([k[1] for k in keysets if k[1] is not None]))
-        self._bits = {p: 1 << i for i, p in enumerate(self._prefix_res)}
 
     def _check(self):
         for name in ("min_query_hits", "min_context_hits"):
@@ -448,36 +440,10 @@ class TopicTagger:
                 raise ValueError(f"topics[{key!r}] has name {topic.name!r}; the key must equal the name")
 
     def __getstate__(self):
-        # the context cache (a lock and recent contexts) and the words' prefix marks are never pickled or copied
+        # the context cache (a lock and recent contexts) is never pickled or copied
         state = dict(self.__dict__)
         state.pop("_context_cache", None)
-        state.pop("_prefix_marks", None)
         return state
-
-    def _prefixed(self, words) -> dict:
-        """``{word: marks}`` of the words that start with a prefix term's first word (a ``"diagnos*"`` term), for
-        :func:`_starts`: bit ``i`` of ``marks`` is set when prefix regex ``i`` of :attr:`_prefix_res` matches.
-
-        A word's marks are kept (at most :data:`PREFIX_MARKS_KEPT` words; the words of texts repeat), so that a
-        text costs a lookup per distinct word instead of a regex pass over its words per lexicon (issue 41,
-        session 14: 120 of the 190 us of a context's counts)."""
-        marks = self.__dict__.get("_prefix_marks")
-        if marks is None:
-            marks = self.__dict__.setdefault("_prefix_marks", {})
-        res = self._prefix_res
-        out = {}
-        for w in words:
-            m = marks.get(w)
-            if m is None:
-                m = 0
-                for i, prefix_re in enumerate(res):
-                    if prefix_re.match(w) is not None:
-                        m |= 1 << i
-                if len(marks) < PREFIX_MARKS_KEPT:
-                    marks[w] = m
-            if m:
-                out[w] = m
-        return out
 
     def _context_counts(self, text: str) -> dict:
         """:meth:`counts` of a context, kept for the next answers to that context (answers often share
@@ -539,20 +505,19 @@ class TopicTagger:
         words = set(_WORD_RE.findall(low))
         if len(low) != len(text):  # lower-casing changed offsets (rare letters): find words by regex
             low = None
-        prefixed = self._prefixed(words)
-        bits = self._bits
+        blob = []
         out = {}
         for name, compiled in self._patterns.items():
-            starts = _starts(words, prefixed, self._keys[name], bits)
+            starts = _starts(words, blob, self._keys[name])
             hits = _count(compiled, text, low, starts)[0] if starts else 0
             excluded = 0
             if hits and name in self._exclude:
                 compiled_x, keys_x = self._exclude[name]
-                starts = _starts(words, prefixed, keys_x, bits)
+                starts = _starts(words, blob, keys_x)
                 excluded = _count(compiled_x, text, low, starts)[0] if starts else 0
             if hits and not excluded and name in self._weak:
                 compiled_w, keys_w = self._weak[name]
-                hits = sum(_count(compiled_w, text, low, _starts(words, prefixed, keys_w, bits)))
+                hits = sum(_count(compiled_w, text, low, _starts(words, blob, keys_w)))
             out[name] = max(0, hits - excluded)
         return out
 
@@ -645,19 +610,18 @@ class TopicTagger:
         return {"min_query_hits": self.min_query_hits, "min_context_hits": self.min_context_hits, "topics": out}
 
 
-def _starts(words, prefixed, keys, bits) -> set:
+def _starts(words, blob, keys) -> set:
     """The words of a text (``words``) where a term of a lexicon (``keys``) can begin.
 
-    ``prefixed`` holds the text's words that start with some lexicon's prefix key, with their marks
-    (:meth:`TopicTagger._prefixed`); ``bits`` maps a prefix regex to its mark.
+    ``blob`` is a list holding the text's distinct words joined by newlines,
+    filled on first use (shared by lexicons).
     """
     exact, prefix_re = keys
     starts = words & exact
-    if prefix_re is not None and prefixed:
-        bit = bits[prefix_re]
-        for w, m in prefixed.items():
-            if m & bit:
-                starts.add(w)
+    if prefix_re is not None and words:
+        if not blob:
+            blob.append("\n".join(words))
+        starts.update(prefix_re.findall(blob[0]))
     return starts
 
 
