@@ -149,7 +149,7 @@ def test_new_contexts_counts_the_first_answer_to_each_context(monkeypatch, tmp_p
     child = mod._SCORE_CHILD.replace("scorer = Scorer.load()", "print([e.id for e in examples]); raise SystemExit")
     for flag, want in (("1", "['0', '2']"), ("0", "['0', '1', '2']")):
         out = run([sys.executable, "-c", child, str(data), "10", flag], capture_output=True, text=True,
-                             timeout=120, check=True)
+                  timeout=120, check=True)
         assert out.stdout.strip() == want
 
 
