@@ -174,3 +174,53 @@ def test_a_context_let_go_keeps_no_readers():
     small = ContextCache(maxsize=4, max_chars=10)  # too large to keep: released after its analysis
     (a,) = analyze_many(exs[:1], cache=small)
     assert not a.index.kept and a.index._evidence_index is None and len(small) == 0
+
+
+def test_long_queries_are_read_by_the_features_and_not_kept():
+    """Issue 41, session 14: the features' and the checks' query caches (4,096 queries each) kept queries of any
+    length; like the engine's, they keep none longer than 4,000 characters, and read a long one the same way."""
+    from evqual.features import _analysis, _checks
+
+    split_tokens = _analysis.split_tokens
+    long_query = "Does the museum open on Sundays at 10 am? " * 120
+    caches = (_analysis._query_tokens_cached, _checks._query_words_cached, _checks._query_stems_cached)
+    before = [c.cache_info().currsize for c in caches]
+    assert _analysis._query_tokens(long_query) == split_tokens(long_query)
+    assert _checks._query_words(long_query) == _checks._read_query_words(long_query) and "museum" in \
+        _checks._query_words(long_query)
+    assert _checks._query_stems(long_query) == _checks._read_query_stems(long_query)
+    assert [c.cache_info().currsize for c in caches] == before
+    short = "Does the museum open on Sundays?"
+    assert _checks._query_words(short) is _checks._query_words(short)  # a short one is kept
+
+
+def test_the_process_wide_memos_keep_no_long_word():
+    """Issue 41, session 14: the memos of word keys, stems, aliases and word ids were bounded in entries, not in
+    bytes: a 5,000-character word was kept whole with its key, so that a service sent such words could grow by
+    gigabytes.  Now a word past the memos' length is read to the same result and not kept."""
+    from evqual.evidence import EvidenceIndex, _engine, _lexicon, _reading
+    from evqual.features import _checks
+    from evqual.text import TextWords
+
+    long_word = "zq" + "x" * 4998
+    name = "Zq" + "y" * 4998
+    text = f"The {long_word} of {name} opened in 1932. {name} said the {long_word} stays."
+    got = _reading.read_span(text)
+    assert "w:" + _lexicon.stem(long_word) in got.keys and "n:" + name.lower() in got.keys
+    EvidenceIndex([text]).present("w:" + _lexicon.stem(long_word))
+    EvidenceEngine().read(f"The {long_word} opened in 1932.", [text], index=EvidenceIndex([text]))
+    ev = _checks.EvidenceUnits([text])
+    for seg in range(len(ev.spans)):
+        ev.segment_items(seg)
+    _checks.stem(long_word)
+    memos = [(_reading, "_WORD_KEYS"), (_reading, "_NAME_KEYS"), (_lexicon, "_STEMS"), (_engine, "_ALIASES"),
+             (_engine, "_CANON"), (_checks, "_STEM_MEMO"), (_checks, "_CONTENT_STEM")]
+    seen = [getattr(module, name) for module, name in memos if hasattr(module, name)]  # (a compiled module's
+    # C-level dicts are not visible: the pure-Python pass of .ci/run checks them)
+    assert len(seen) >= 4
+    for memo in seen:
+        assert all(len(k) <= 64 for k in memo)
+    words = TextWords(text)
+    ids = words._bounds.ids_in(0, len(text)) if getattr(words, "_bounds", None) is not None else []
+    assert all(k == -1 for k, (_, _, w) in zip(ids, words.spans_in(0, len(text))) if len(w) > 64)
+    assert words.lows_in(0, len(text))[1] == long_word  # the word itself, sliced from the text

@@ -47,7 +47,7 @@ from .._build import kernel
 from .._deadline import check_deadline
 from .._gcpause import untrack_atomic
 from ..text import split_claims, split_sentences
-from ._lexicon import LOGIC_CLASSES, logic_lexicon, stem
+from ._lexicon import LOGIC_CLASSES, MEMO_MAX_CHARS, logic_lexicon, stem
 from ._reading import NEGATIVE_PREFIXES, read_span
 from ._values import value_kind
 
@@ -248,7 +248,7 @@ def _aliases(key: str) -> tuple:
             got = (key, "n:" + key[2:])
         else:
             got = (key,)
-        if len(_ALIASES) < _MEMO_MAX:
+        if len(_ALIASES) < _MEMO_MAX and len(key) <= MEMO_MAX_CHARS:
             untrack_atomic((got,))  # (before it goes in: the memo then stays a dict no collection walks)
             _ALIASES[key] = got
     return got
@@ -981,7 +981,7 @@ def _canon(key: str) -> str:
     got = _CANON.get(key)
     if got is None:
         got = "w:" + stem(key[2:]) if key.startswith("n:") else key
-        if len(_CANON) < _MEMO_MAX:
+        if len(_CANON) < _MEMO_MAX and len(key) <= MEMO_MAX_CHARS:
             _CANON[key] = got
     return got
 

@@ -32,6 +32,11 @@ _MAX_PHRASE = 6
 
 
 _STEMS: dict[str, str] = {}
+MEMO_MAX_CHARS = 64
+"""The longest word or key that this package's process-wide memos keep (the stems here, the readers' word keys,
+the engine's aliases): with their bounds on entries, a bound on their bytes too, whatever texts a service is
+sent (issue 41, session 14: a 5,000-character word was kept whole, with its key); a longer one is computed
+each time, to the same result."""
 
 
 def stem(word: str) -> str:
@@ -43,7 +48,7 @@ def stem(word: str) -> str:
     s = _STEMS.get(word)
     if s is None:
         s = english_stemmer().stemWord(word) if len(word) > 3 and not word.isdigit() else word
-        if len(_STEMS) < 500_000:
+        if len(_STEMS) < 500_000 and len(word) <= MEMO_MAX_CHARS:
             _STEMS[word] = s
     return s
 

@@ -30,7 +30,7 @@ from operator import itemgetter
 from typing import NamedTuple
 
 from ..text import STOP_WORDS, has_camel_case, word_spans
-from ._lexicon import _STEMS, logic_lexicon, stem, synonym_map
+from ._lexicon import _STEMS, MEMO_MAX_CHARS, logic_lexicon, stem, synonym_map
 from ._values import read_values
 
 __all__ = ["SpanReading", "read_span", "NEGATIVE_PREFIXES"]
@@ -225,7 +225,7 @@ def read_span(text: str, start: int = 0, end: int | None = None, words=None) -> 
             key = name_keys.get(low)
             if key is None:
                 key = "n:" + _STATE_CODES.get(low, low)
-                if len(name_keys) < _KEYS_MAX:
+                if len(name_keys) < _KEYS_MAX and len(low) <= MEMO_MAX_CHARS:
                     name_keys[low] = key
             items.append((k * m + a, key, a, b))
             continue
@@ -234,7 +234,7 @@ def read_span(text: str, start: int = 0, end: int | None = None, words=None) -> 
         key = word_keys.get(low)
         if key is None:
             key = "w:" + (syn_get(low) or stem_get(low) or stem(low))
-            if len(word_keys) < _KEYS_MAX:
+            if len(word_keys) < _KEYS_MAX and len(low) <= MEMO_MAX_CHARS:
                 word_keys[low] = key
         items.append((k * m + a, key, a, b))
         if low.endswith("est") and len(low) > 5 and low not in _NOT_SUPERLATIVE:

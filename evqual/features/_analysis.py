@@ -42,9 +42,21 @@ from ._surface import length_response, length_sentence, refusal_response, refusa
 __all__ = ["Analysis", "SentenceEvidence", "analyze", "analyze_many", "claim_sentences"]
 
 
-@lru_cache(maxsize=4096)
 def _query_tokens(query: str):
-    """Queries repeat across responses to one source; tokenize each once."""
+    """Queries repeat across responses to one source; tokenize each once (up to :data:`QUERY_CACHED_CHARS`
+    characters: a long query is not kept 4,096 times)."""
+    if len(query) <= QUERY_CACHED_CHARS:
+        return _query_tokens_cached(query)
+    return split_tokens(query)
+
+
+QUERY_CACHED_CHARS = 4000
+"""The longest query whose reading the features keep, as the engine keeps its own (issue 41, session 14: the
+4,096 queries kept had no bound on their length, so that a service sent long queries kept gigabytes)."""
+
+
+@lru_cache(maxsize=4096)
+def _query_tokens_cached(query: str):
     return split_tokens(query)
 
 

@@ -282,6 +282,9 @@ _TRIGGERS = frozenset(set(_WORD_VALUES) | set(_SMALL) | _MONTHS | _WEEKDAYS | se
 
 _STEM_MEMO: dict = {}
 _STEM_MEMO_MAX = 65536
+_MEMO_MAX_CHARS = 64
+"""The longest word the stem memos keep (with their bounds on entries, a bound on their bytes, whatever texts a
+service is sent; a longer word is stemmed each time, to the same stem; issue 41, session 14)."""
 
 
 def stem(word: str) -> str:
@@ -294,7 +297,7 @@ def stem(word: str) -> str:
     got = _STEM_MEMO.get(word)
     if got is None:
         got = english_stemmer().stemWord(word)
-        if len(_STEM_MEMO) < _STEM_MEMO_MAX:
+        if len(_STEM_MEMO) < _STEM_MEMO_MAX and len(word) <= _MEMO_MAX_CHARS:
             _STEM_MEMO[word] = got
     return got
 
@@ -377,7 +380,7 @@ def _content_stem(low: str):
     got = (low not in _CHECK_STOP and not low[:1].isdigit() and len(low) > 1 and low not in _WORD_VALUES
            and low not in _DEGREE)
     st = stem(low) if got else None
-    if len(_CONTENT_STEM) < 200_000:
+    if len(_CONTENT_STEM) < 200_000 and len(low) <= _MEMO_MAX_CHARS:
         _CONTENT_STEM[low] = st
     return st
 
@@ -1843,16 +1846,39 @@ def _unsupported_claim(text: str, toks, ev: EvidenceUnits, unit_start: int, unit
                    -1, 0, 0)
 
 
-@lru_cache(maxsize=4096)
 def _query_words(query: str) -> frozenset:
+    """The query's lower-case words and numbers (kept for queries up to :data:`_QUERY_CACHED_CHARS`)."""
+    return _query_words_cached(query) if len(query) <= _QUERY_CACHED_CHARS else _read_query_words(query)
+
+
+def _query_stems(query: str) -> frozenset:
+    """The query's content stems (kept for queries up to :data:`_QUERY_CACHED_CHARS`)."""
+    return _query_stems_cached(query) if len(query) <= _QUERY_CACHED_CHARS else _read_query_stems(query)
+
+
+_QUERY_CACHED_CHARS = 4000
+"""The longest query whose words and stems are kept, as the engine keeps its keys (4,096 long queries are not
+kept; issue 41, session 14)."""
+
+
+def _read_query_words(query: str) -> frozenset:
     words = {w.lower() for w in _WORD_RE.findall(query)}
     words.update(m.value for m in extract_numbers(query))
     return frozenset(words)
 
 
-@lru_cache(maxsize=4096)
-def _query_stems(query: str) -> frozenset:
+def _read_query_stems(query: str) -> frozenset:
     return frozenset(t[4] for t in _tokens(query, 0, len(query)) if t[4] is not None)
+
+
+@lru_cache(maxsize=4096)
+def _query_words_cached(query: str) -> frozenset:
+    return _read_query_words(query)
+
+
+@lru_cache(maxsize=4096)
+def _query_stems_cached(query: str) -> frozenset:
+    return _read_query_stems(query)
 
 
 def _inside(found: list, start: int) -> bool:

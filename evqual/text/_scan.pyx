@@ -303,6 +303,10 @@ def has_cue_word(text_in, Py_ssize_t start, Py_ssize_t end, frozenset words, bin
 VOCAB_MAX = 1 << 18
 """The most words the process-wide table holds (262,144; about 35 MB when full: a str, its id and two table
 entries a word)."""
+ID_MAX_CHARS = 64
+"""The longest word the table gives an id; a longer one is sliced from its text as a word of a full table is, so
+that the table's size in bytes is bounded as its count of words is (a service sent words of thousands of
+characters would otherwise keep each one; issue 41, session 14)."""
 
 cdef dict _IDS = {}  # word -> id
 cdef list _WORDS = []  # id -> word
@@ -316,7 +320,7 @@ cdef inline int _intern(str w):
     if got is not None:
         return <int> got
     cdef Py_ssize_t k = len(_WORDS)
-    if k >= VOCAB_MAX:
+    if k >= VOCAB_MAX or len(w) > ID_MAX_CHARS:
         return -1
     _WORDS.append(w)
     _IDS[w] = k
