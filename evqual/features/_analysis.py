@@ -43,16 +43,17 @@ __all__ = ["Analysis", "SentenceEvidence", "analyze", "analyze_many", "claim_sen
 
 
 def _query_tokens(query: str):
-    """Queries repeat across responses to one source; tokenize each once (up to :data:`QUERY_CACHED_CHARS`
+    """Queries repeat across responses to one source; tokenize each once (up to :data:`_QUERY_CACHED_CHARS`
     characters: a long query is not kept 4,096 times)."""
-    if len(query) <= QUERY_CACHED_CHARS:
+    if len(query) <= _QUERY_CACHED_CHARS:
         return _query_tokens_cached(query)
     return split_tokens(query)
 
 
-QUERY_CACHED_CHARS = 4000
+_QUERY_CACHED_CHARS = 4000
 """The longest query whose reading the features keep, as the engine keeps its own (issue 41, session 14: the
-4,096 queries kept had no bound on their length, so that a service sent long queries kept gigabytes)."""
+4,096 queries kept had no bound on their length, so that a service sent long queries could keep 4,096 of
+them whole, with their tokens)."""
 
 
 @lru_cache(maxsize=4096)
